@@ -1,0 +1,4 @@
+import { Init1795322356360 } from './1795322356360-Init';
+
+// Every migration, in order. Add new ones at the end; never edit one that has landed.
+export const MIGRATIONS: Function[] = [Init1795322356360];

@@ -1,0 +1,60 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module';
+import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { loggerParams } from './common/http/logger';
+import { ContractValidationPipe } from './common/validation/validation.pipe';
+import { APP_CONFIG, type AppConfig } from './config/config';
+import { dataSourceOptions } from './database/data-source-options';
+import { HealthModule } from './health/health.module';
+import { MembersModule } from './members/members.module';
+import { OrgsModule } from './orgs/orgs.module';
+import { UsersModule } from './users/users.module';
+
+/** Feature modules served over HTTP; the CLI reuses the same ones without the HTTP layer. */
+export const FEATURE_MODULES = [AuthModule, UsersModule, OrgsModule, MembersModule];
+
+@Module({})
+export class ConfigModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: ConfigModule,
+      global: true,
+      providers: [{ provide: APP_CONFIG, useValue: config }],
+      exports: [APP_CONFIG],
+    };
+  }
+}
+
+@Module({})
+export class DatabaseModule {
+  /** `databaseUrl` is resolved before the app starts (DATABASE_URL, or the embedded server). */
+  static register(databaseUrl: string, poolSize?: number): DynamicModule {
+    return {
+      module: DatabaseModule,
+      imports: [TypeOrmModule.forRoot({ ...dataSourceOptions(databaseUrl, { poolSize }), retryAttempts: 0 })],
+    };
+  }
+}
+
+@Module({})
+export class AppModule {
+  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.register(config),
+        LoggerModule.forRoot(loggerParams(config)),
+        DatabaseModule.register(databaseUrl),
+        HealthModule,
+        ...FEATURE_MODULES,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        { provide: APP_PIPE, useClass: ContractValidationPipe },
+      ],
+    };
+  }
+}

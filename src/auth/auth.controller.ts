@@ -1,0 +1,26 @@
+import { Body, Controller, Ip, Post } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Public } from '../common/auth/decorators';
+import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { AuthService } from './auth.service';
+import { LoginDto, LoginResultView } from './dto/login.dto';
+
+@ApiTags('Auth')
+@Controller('api/users')
+export class AuthController {
+  constructor(private readonly auth: AuthService) {}
+
+  @Post('auth')
+  @Public()
+  @ApiOperationDoc({
+    summary: 'Exchange an email and password for a new personal access token',
+    description:
+      'Extension of 2.0.0. Wrong credentials answer 401 whether or not the email exists. Rate limited.',
+    data: LoginResultView,
+    isPublic: true,
+    errors: [400, 401, 413, 422, 429],
+  })
+  login(@Body() body: LoginDto, @Ip() ip: string) {
+    return this.auth.login(body, ip);
+  }
+}

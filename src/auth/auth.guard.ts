@@ -1,0 +1,100 @@
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
+import { type AuthenticatedRequest, PUBLIC_ROUTE, ROUTE_NAME } from '../common/auth/decorators';
+import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../common/auth/route-policies';
+import { type Role, roleSatisfies } from '../common/auth/roles';
+import { DomainError } from '../common/errors/domain-error';
+import { TokensService } from './tokens.service';
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Denies by default: a route passes only if it is @Public() or names its policy with @Route(). For a
+ * named route: a valid token (401), a write allowed by the token's scope (403 forbidden), then the
+ * organization membership the policy asks for (404 when absent) and its role (403 when too low).
+ */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tokens: TokensService,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const actor = await this.tokens.authenticate(request.headers.authorization);
+    request.actor = actor;
+    if (actor.scope === 'read' && !READ_METHODS.has(request.method)) throw DomainError.readOnlyToken();
+
+    const name = this.reflector.getAllAndOverride<RouteName | undefined>(ROUTE_NAME, targets);
+    const policy: RoutePolicy | undefined = name ? ROUTE_POLICIES[name] : undefined;
+    if (!policy) throw DomainError.notFound();
+
+    switch (policy.scope) {
+      case 'user':
+        return true;
+      case 'org':
+        request.access = await this.orgAccess(request, policy.role);
+        return true;
+      case 'device':
+        request.access = await this.deviceAccess(request, policy.role);
+        return true;
+    }
+  }
+
+  private async orgAccess(request: AuthenticatedRequest, role: Role): Promise<OrgAccess> {
+    const orgName = request.params.org_name;
+    if (typeof orgName !== 'string') throw DomainError.notFound();
+    const rows: { org_id: string; org_name: string; role: Role }[] = await this.db.query(
+      `SELECT o.id AS org_id, o.name AS org_name, m.role
+         FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
+        WHERE o.name = $1`,
+      [orgName, request.actor!.userId],
+    );
+    return this.checked(rows[0], role, (row) => ({
+      actor: request.actor!,
+      orgId: row.org_id,
+      orgName: row.org_name,
+      role: row.role,
+    }));
+  }
+
+  private async deviceAccess(request: AuthenticatedRequest, role: Role): Promise<DeviceAccess> {
+    const identifier = request.params.identifier;
+    if (typeof identifier !== 'string') throw DomainError.notFound();
+    const rows: { device_id: string; product_id: string; org_id: string; org_name: string; role: Role }[] =
+      await this.db.query(
+        `SELECT d.id AS device_id, d.product_id, o.id AS org_id, o.name AS org_name, m.role
+           FROM devices d
+           JOIN orgs o ON o.id = d.org_id
+           JOIN org_memberships m ON m.org_id = d.org_id AND m.user_id = $2
+          WHERE d.identifier = $1`,
+        [identifier, request.actor!.userId],
+      );
+    return this.checked(rows[0], role, (row) => ({
+      actor: request.actor!,
+      orgId: row.org_id,
+      orgName: row.org_name,
+      role: row.role,
+      deviceId: row.device_id,
+      productId: row.product_id,
+    }));
+  }
+
+  private checked<Row extends { role: Role }, A>(
+    row: Row | undefined,
+    required: Role,
+    toAccess: (row: Row) => A,
+  ): A {
+    if (!row) throw DomainError.notFound();
+    if (!roleSatisfies(row.role, required)) throw DomainError.roleTooLow();
+    return toAccess(row);
+  }
+}

@@ -1,0 +1,26 @@
+import type { TokenScope } from '../../auth/access-token.entity';
+import type { Role } from './roles';
+
+/** The authenticated caller, resolved once per request by the AuthGuard. */
+export interface Actor {
+  userId: string;
+  email: string;
+  username: string;
+  name: string;
+  tokenId: string;
+  scope: TokenScope;
+}
+
+/** The caller's membership of the organization a route works in, resolved by the AuthGuard. */
+export interface OrgAccess {
+  actor: Actor;
+  orgId: string;
+  orgName: string;
+  role: Role;
+}
+
+/** For short device URLs: the device found among the caller's organizations, with that membership. */
+export interface DeviceAccess extends OrgAccess {
+  deviceId: string;
+  productId: string;
+}

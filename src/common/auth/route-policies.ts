@@ -1,0 +1,59 @@
+import type { Role } from './roles';
+
+/**
+ * How a route's caller is resolved and the least role it needs: the one table of access rules.
+ * - `user`: any valid token; no organization involved.
+ * - `org`: the path's `{org_name}`; the caller must be a member (else 404) with at least `role` (else 403).
+ * - `device`: the device named by `{identifier}` among the caller's organizations (short device URLs).
+ */
+export type RoutePolicy = { scope: 'user' } | { scope: 'org'; role: Role } | { scope: 'device'; role: Role };
+
+export const ROUTE_POLICIES = {
+  'users.me': { scope: 'user' },
+  'orgs.create': { scope: 'user' },
+  'orgs.list': { scope: 'user' },
+
+  'members.list': { scope: 'org', role: 'view' },
+  'members.add': { scope: 'org', role: 'admin' },
+  'members.update': { scope: 'org', role: 'admin' },
+  'members.remove': { scope: 'org', role: 'admin' },
+
+  'products.create': { scope: 'org', role: 'manage' },
+  'products.list': { scope: 'org', role: 'view' },
+  'products.show': { scope: 'org', role: 'view' },
+  'products.update': { scope: 'org', role: 'manage' },
+  'products.delete': { scope: 'org', role: 'admin' },
+
+  'scripts.create': { scope: 'org', role: 'manage' },
+  'scripts.list': { scope: 'org', role: 'view' },
+  'scripts.show': { scope: 'org', role: 'view' },
+  'scripts.update': { scope: 'org', role: 'manage' },
+  'scripts.delete': { scope: 'org', role: 'manage' },
+
+  'devices.create': { scope: 'org', role: 'manage' },
+  'devices.list': { scope: 'org', role: 'view' },
+  'devices.show': { scope: 'org', role: 'view' },
+  'devices.update': { scope: 'org', role: 'manage' },
+  'devices.delete': { scope: 'org', role: 'manage' },
+  'devices.upgrade': { scope: 'org', role: 'manage' },
+  'devices.short.show': { scope: 'device', role: 'view' },
+  'devices.short.upgrade': { scope: 'device', role: 'manage' },
+  'devices.short.code': { scope: 'device', role: 'manage' },
+  'devices.short.console': { scope: 'device', role: 'manage' },
+
+  'firmwares.upload': { scope: 'org', role: 'manage' },
+  'firmwares.list': { scope: 'org', role: 'view' },
+  'firmwares.show': { scope: 'org', role: 'view' },
+  'firmwares.delete': { scope: 'org', role: 'manage' },
+
+  'keys.create': { scope: 'org', role: 'admin' },
+  'keys.list': { scope: 'org', role: 'view' },
+  'keys.delete': { scope: 'org', role: 'admin' },
+
+  'iroh.create': { scope: 'org', role: 'manage' },
+  'iroh.list': { scope: 'org', role: 'view' },
+  'iroh.show': { scope: 'org', role: 'view' },
+  'iroh.delete': { scope: 'org', role: 'manage' },
+} as const satisfies Record<string, RoutePolicy>;
+
+export type RouteName = keyof typeof ROUTE_POLICIES;

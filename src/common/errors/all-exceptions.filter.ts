@@ -1,0 +1,90 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { DomainError } from './domain-error';
+import { errorBody } from './error-body';
+import { ErrorCode, INTERNAL_DETAIL } from './error-codes';
+import { isDatabaseUnavailable } from './postgres-errors';
+
+/** Errors raised by body-parser and other express middleware carry a status and a type. */
+interface MiddlewareError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+}
+
+/** Turns anything thrown on the request path into one of the contract's bodies. */
+export function toDomainError(exception: unknown): DomainError | null {
+  if (exception instanceof DomainError) return exception;
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404 || status === 405) return DomainError.notFound();
+    if (status === 413) return new DomainError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body is too large');
+    if (status === 429) return new DomainError(ErrorCode.RATE_LIMITED, 'too many requests');
+    if (status === 415) return new DomainError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'unsupported content type');
+    if (status >= 400 && status < 500) return DomainError.badRequest(exception.message || 'bad request');
+    return null;
+  }
+  const middleware = exception as MiddlewareError | null;
+  if (middleware && typeof middleware === 'object' && typeof middleware.type === 'string') {
+    switch (middleware.type) {
+      case 'entity.parse.failed':
+        return DomainError.badRequest('request body is not valid JSON');
+      case 'entity.too.large':
+        return new DomainError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body is too large');
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return new DomainError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'unsupported content encoding or charset');
+      case 'request.aborted':
+      case 'request.size.invalid':
+      case 'stream.encoding.set':
+        return DomainError.badRequest('request body could not be read');
+    }
+  }
+  const status = middleware?.status ?? middleware?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500 && middleware?.expose) {
+    return DomainError.badRequest('bad request');
+  }
+  if (exception instanceof URIError) return DomainError.badRequest('malformed URL encoding');
+  if (isDatabaseUnavailable(exception)) {
+    return new DomainError(
+      ErrorCode.DATABASE_UNAVAILABLE,
+      'database unavailable, try again shortly',
+      {},
+      {
+        'Retry-After': '5',
+      },
+    );
+  }
+  return null;
+}
+
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const response = http.getResponse<Response>();
+    const request = http.getRequest<Request & { id?: string }>();
+    if (response.headersSent) {
+      response.end();
+      return;
+    }
+    const domain = toDomainError(exception);
+    if (!domain) {
+      this.logger.error(
+        { err: exception, requestId: request.id, method: request.method, path: request.path },
+        'unexpected error',
+      );
+      response.status(500).json({ errors: { detail: INTERNAL_DETAIL } });
+      return;
+    }
+    if (domain.code === ErrorCode.DATABASE_UNAVAILABLE) {
+      this.logger.warn({ requestId: request.id, err: exception }, 'database unavailable');
+    }
+    const { status, body } = errorBody(domain);
+    for (const [name, value] of Object.entries(domain.headers)) response.setHeader(name, value);
+    response.status(status).json(body);
+  }
+}

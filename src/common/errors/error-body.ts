@@ -1,0 +1,24 @@
+import { ERROR_TABLE, ErrorCode, NOT_FOUND_DETAIL } from './error-codes';
+import type { DomainError } from './domain-error';
+
+export type ErrorBody =
+  { error: string } | { errors: { detail: string } } | { errors: Record<string, string[]> };
+
+/** The contract's body (section 3) for a domain error. */
+export function errorBody(error: DomainError): { status: number; body: ErrorBody } {
+  const { status, shape } = ERROR_TABLE[error.code];
+  switch (shape) {
+    case 'auth':
+      return {
+        status,
+        body: { error: error.code === ErrorCode.READ_ONLY_TOKEN ? 'forbidden' : 'unauthorized' },
+      };
+    case 'fields':
+      return { status, body: { errors: error.fields } };
+    case 'detail':
+      return {
+        status,
+        body: { errors: { detail: status === 404 || status === 403 ? NOT_FOUND_DETAIL : error.detail } },
+      };
+  }
+}

@@ -1,0 +1,36 @@
+/** Every domain failure has a stable code; this table is the only place that maps codes to HTTP. */
+export enum ErrorCode {
+  UNAUTHENTICATED = 'UNAUTHENTICATED',
+  READ_ONLY_TOKEN = 'READ_ONLY_TOKEN',
+  ROLE_TOO_LOW = 'ROLE_TOO_LOW',
+  NOT_FOUND = 'NOT_FOUND',
+  BAD_REQUEST = 'BAD_REQUEST',
+  VALIDATION_FAILED = 'VALIDATION_FAILED',
+  CONFLICT = 'CONFLICT',
+  PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE',
+  RATE_LIMITED = 'RATE_LIMITED',
+  DATABASE_UNAVAILABLE = 'DATABASE_UNAVAILABLE',
+  INTERNAL = 'INTERNAL',
+}
+
+export type ErrorBodyShape = 'auth' | 'detail' | 'fields';
+
+export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodyShape }> = {
+  [ErrorCode.UNAUTHENTICATED]: { status: 401, shape: 'auth' },
+  [ErrorCode.READ_ONLY_TOKEN]: { status: 403, shape: 'auth' },
+  [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'detail' },
+  [ErrorCode.NOT_FOUND]: { status: 404, shape: 'detail' },
+  [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },
+  [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },
+  [ErrorCode.CONFLICT]: { status: 409, shape: 'detail' },
+  [ErrorCode.PAYLOAD_TOO_LARGE]: { status: 413, shape: 'detail' },
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: { status: 415, shape: 'detail' },
+  [ErrorCode.RATE_LIMITED]: { status: 429, shape: 'detail' },
+  [ErrorCode.DATABASE_UNAVAILABLE]: { status: 503, shape: 'detail' },
+  [ErrorCode.INTERNAL]: { status: 500, shape: 'detail' },
+};
+
+/** The constant text of every authorization and lookup failure (it must not tell them apart). */
+export const NOT_FOUND_DETAIL = 'Resource Not Found or Authorization Insufficient';
+export const INTERNAL_DETAIL = 'Internal server error';

@@ -1,0 +1,35 @@
+/** SQLSTATE helpers: constraint names decide which field a race-lost insert reports. */
+export interface PgError {
+  code?: string;
+  constraint?: string;
+  message?: unknown;
+}
+
+function pgError(err: unknown): PgError | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const driverError = (err as { driverError?: unknown }).driverError ?? err;
+  return typeof driverError === 'object' && driverError !== null ? driverError : undefined;
+}
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = pgError(err);
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  return pgError(err)?.code === '23503';
+}
+
+/** Connection-level failures: the database is unreachable or going away. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = pgError(err);
+  if (!e) return false;
+  const code = e.code ?? '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE'].includes(code))
+    return true;
+  if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)/i.test(
+    message,
+  );
+}

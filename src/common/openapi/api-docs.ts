@@ -1,0 +1,105 @@
+import { applyDecorators, HttpCode, type Type } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiExtraModels,
+  ApiOperation,
+  ApiProperty,
+  ApiResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import { NOT_FOUND_DETAIL } from '../errors/error-codes';
+
+export class DetailErrors {
+  @ApiProperty({ example: NOT_FOUND_DETAIL }) detail: string;
+}
+
+export class DetailErrorBody {
+  @ApiProperty({ type: DetailErrors }) errors: DetailErrors;
+}
+
+export class FieldErrorBody {
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'array', items: { type: 'string' } },
+    example: { name: ["can't be blank"] },
+    description: 'Each invalid field mapped to its messages',
+  })
+  errors: Record<string, string[]>;
+}
+
+export class AuthErrorBody {
+  @ApiProperty({ enum: ['unauthorized', 'forbidden'], example: 'unauthorized' }) error: string;
+}
+
+const ERROR_DOCS: Record<number, { description: string; type: Type<unknown> }> = {
+  400: { description: 'Body is not valid JSON or not a JSON object', type: DetailErrorBody },
+  401: { description: 'Missing, malformed, unknown, revoked or expired token', type: AuthErrorBody },
+  403: {
+    description:
+      'A read-scoped token used for a change (`{"error":"forbidden"}`), or a member whose role is too low (`{"errors":{"detail":...}}`)',
+    type: DetailErrorBody,
+  },
+  404: { description: 'Not found, or not a member of the organization', type: DetailErrorBody },
+  409: { description: 'Conflicts with the current state', type: DetailErrorBody },
+  413: { description: 'Body over the size limit', type: DetailErrorBody },
+  422: { description: 'Validation failed', type: FieldErrorBody },
+  429: { description: 'Rate limit exceeded (see Retry-After)', type: DetailErrorBody },
+  503: { description: 'Database unreachable', type: DetailErrorBody },
+};
+
+export interface OperationDoc {
+  summary: string;
+  description?: string;
+  /** HTTP status of success; the default is 200. */
+  status?: number;
+  /** The `data` record type, or undefined for no content. */
+  data?: Type<unknown> | [Type<unknown>];
+  /** Extra top-level properties of the success body (e.g. pagination). */
+  extra?: Record<string, Type<unknown>>;
+  /** Error statuses besides the ones every authenticated route has (401, 403, 404, 503). */
+  errors?: number[];
+  isPublic?: boolean;
+  deprecated?: boolean;
+  headers?: Record<string, { description: string }>;
+}
+
+/** Documents one operation: summary, success body wrapped in `data`, and every error it can answer. */
+export function ApiOperationDoc(doc: OperationDoc) {
+  const status = doc.status ?? 200;
+  const models: Type<unknown>[] = [DetailErrorBody, FieldErrorBody, AuthErrorBody];
+  const decorators = [
+    HttpCode(status),
+    ApiOperation({ summary: doc.summary, description: doc.description, deprecated: doc.deprecated }),
+  ];
+  if (doc.data) {
+    const model = Array.isArray(doc.data) ? doc.data[0] : doc.data;
+    models.push(model);
+    const dataSchema = Array.isArray(doc.data)
+      ? { type: 'array' as const, items: { $ref: getSchemaPath(model) } }
+      : { $ref: getSchemaPath(model) };
+    const extra: Record<string, object> = {};
+    for (const [key, type] of Object.entries(doc.extra ?? {})) {
+      models.push(type);
+      extra[key] = { $ref: getSchemaPath(type) };
+    }
+    decorators.push(
+      ApiResponse({
+        status,
+        description: 'Success',
+        headers: doc.headers,
+        schema: { type: 'object', required: ['data'], properties: { data: dataSchema, ...extra } },
+      }),
+    );
+  } else {
+    decorators.push(ApiResponse({ status, description: 'Success, no content', headers: doc.headers }));
+  }
+  const errors = new Set(doc.isPublic ? [] : [401, 403, 404]);
+  for (const code of doc.errors ?? []) errors.add(code);
+  errors.add(503);
+  for (const code of [...errors].sort()) {
+    const { description, type } = ERROR_DOCS[code];
+    decorators.push(ApiResponse({ status: code, description, type }));
+  }
+  if (!doc.isPublic) decorators.push(ApiBearerAuth('bearer_auth'));
+  return applyDecorators(ApiExtraModels(...models), ...decorators);
+}

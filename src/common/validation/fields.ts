@@ -1,0 +1,117 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { ValidateBy, type ValidationArguments } from 'class-validator';
+import { isPlainObject } from './validation.pipe';
+
+/** A check returns null when the value is fine, else the one message the client sees. */
+type Check = (value: unknown, object: object) => string | null;
+
+function Checked(name: string, check: Check): PropertyDecorator {
+  return ValidateBy({
+    name,
+    validator: {
+      validate: (value: unknown, args?: ValidationArguments) => check(value, args?.object ?? {}) === null,
+      defaultMessage: (args?: ValidationArguments) => check(args?.value, args?.object ?? {}) ?? 'is invalid',
+    },
+  });
+}
+
+const trimIfString = Transform(({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.trim() : value,
+);
+
+export interface StringFieldOptions {
+  required?: boolean;
+  /** Maximum length in characters (after trimming). */
+  max?: number;
+  /** Maximum size in bytes (UTF-8), for large texts. */
+  maxBytes?: number;
+  trim?: boolean;
+  /** When not required, an explicit null is accepted and means "none". */
+  nullable?: boolean;
+  pattern?: { regex: RegExp; message: string };
+  doc?: ApiPropertyOptions;
+}
+
+export function checkString(value: unknown, options: StringFieldOptions): string | null {
+  if (value === undefined || (value === null && !options.required && options.nullable)) {
+    return options.required ? "can't be blank" : null;
+  }
+  if (typeof value !== 'string')
+    return value === null && options.required ? "can't be blank" : 'must be a string';
+  if (options.required && value.trim() === '') return "can't be blank";
+  if (options.max !== undefined && [...value].length > options.max) {
+    return `should be at most ${options.max} character(s)`;
+  }
+  if (options.maxBytes !== undefined && Buffer.byteLength(value, 'utf8') > options.maxBytes) {
+    return `should be at most ${options.maxBytes} byte(s)`;
+  }
+  if (value.includes('\u0000')) return 'must not contain NUL characters';
+  if (options.pattern && !options.pattern.regex.test(value)) return options.pattern.message;
+  return null;
+}
+
+/** A string property: validation, trimming and its OpenAPI description in one decorator. */
+export function StringField(options: StringFieldOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    ...(options.trim === false ? [] : [trimIfString]),
+    Checked('stringField', (value) => checkString(value, options)),
+    ApiProperty({
+      type: String,
+      required: options.required ?? false,
+      nullable: options.nullable,
+      maxLength: options.max,
+      ...options.doc,
+    } as ApiPropertyOptions),
+  );
+}
+
+/** A JSON boolean (strings such as "true" are refused; so is null). */
+export function BooleanField(doc: ApiPropertyOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    Checked('booleanField', (value) =>
+      value === undefined || typeof value === 'boolean' ? null : 'must be true or false',
+    ),
+    ApiProperty({ type: Boolean, required: false, ...doc } as ApiPropertyOptions),
+  );
+}
+
+/** One of a fixed set of strings. */
+export function EnumField(
+  values: readonly string[],
+  options: { required?: boolean; doc?: ApiPropertyOptions } = {},
+) {
+  return applyDecorators(
+    Checked('enumField', (value) => {
+      if (value === undefined || value === null) return options.required ? "can't be blank" : null;
+      return typeof value === 'string' && values.includes(value) ? null : 'is invalid';
+    }),
+    ApiProperty({ enum: values, required: options.required ?? false, ...options.doc } as ApiPropertyOptions),
+  );
+}
+
+/** A JSON object (not an array or scalar) whose serialized form is at most `maxBytes`. */
+export function ObjectField(maxBytes: number, doc: ApiPropertyOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    Checked('objectField', (value) => {
+      if (value === undefined) return null;
+      if (!isPlainObject(value)) return 'must be a JSON object';
+      if (Buffer.byteLength(JSON.stringify(value), 'utf8') > maxBytes) {
+        return `must be at most ${maxBytes} bytes when serialized`;
+      }
+      return null;
+    }),
+    ApiProperty({
+      type: 'object',
+      additionalProperties: true,
+      required: false,
+      ...doc,
+    } as ApiPropertyOptions),
+  );
+}
+
+/** Any value checked by a custom rule (the DTO documents it separately). */
+export function CustomField(name: string, check: Check): PropertyDecorator {
+  return Checked(name, check);
+}

@@ -1,0 +1,114 @@
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The validated configuration. Nothing else in the code base reads `process.env`. */
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** Unset: the embedded PostgreSQL under `dataDir/postgres` is used. */
+  databaseUrl: string | null;
+  dataDir: string;
+  publicUrl: string;
+  /** Unset: a key is generated once and kept in `dataDir` (see SecretKeyService). */
+  secretKey: string | null;
+  logLevel: LogLevel;
+  /** Largest firmware upload accepted, in bytes. */
+  firmwareMaxBytes: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function present(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number, problems: string[]) {
+  const raw = present(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+    return fallback;
+  }
+  return Number(raw);
+}
+
+function isHostname(value: string): boolean {
+  return (
+    isIP(value) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$/.test(value)
+  );
+}
+
+/** Reads and validates the environment once; throws a ConfigError listing every problem. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+
+  const port = integer(env, 'PORT', 4000, 0, 65535, problems);
+
+  const host = present(env, 'HOST') ?? '127.0.0.1';
+  if (!isHostname(host)) problems.push(`HOST must be an IP address or a host name (got "${host}")`);
+
+  const databaseUrl = present(env, 'DATABASE_URL') ?? null;
+  if (databaseUrl !== null) {
+    try {
+      const url = new URL(databaseUrl);
+      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+        problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL');
+      }
+    } catch {
+      problems.push('DATABASE_URL is not a valid URL');
+    }
+  }
+
+  const dataDir = resolve(present(env, 'FLEETHUB_DATA_DIR') ?? '.data');
+
+  const defaultPublicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  let publicUrl = present(env, 'FLEETHUB_PUBLIC_URL') ?? `http://${defaultPublicHost}:${port}`;
+  try {
+    const url = new URL(publicUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      problems.push('FLEETHUB_PUBLIC_URL must be an http:// or https:// URL');
+    }
+    publicUrl = publicUrl.replace(/\/+$/, '');
+  } catch {
+    problems.push(`FLEETHUB_PUBLIC_URL is not a valid URL (got "${publicUrl}")`);
+  }
+
+  const secretKey = present(env, 'FLEETHUB_SECRET_KEY') ?? null;
+  if (secretKey !== null && secretKey.length < 32) {
+    problems.push('FLEETHUB_SECRET_KEY must be at least 32 characters long');
+  }
+
+  const rawLevel = (present(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  const logLevel = LOG_LEVELS.includes(rawLevel as LogLevel) ? (rawLevel as LogLevel) : 'info';
+  if (!LOG_LEVELS.includes(rawLevel as LogLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${rawLevel}")`);
+  }
+
+  const firmwareMaxMiB = integer(env, 'FLEETHUB_FIRMWARE_MAX_MIB', 256, 1, 16384, problems);
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    publicUrl,
+    secretKey,
+    logLevel,
+    firmwareMaxBytes: firmwareMaxMiB * 1024 * 1024,
+  };
+}
+
+/** Injection token for the validated AppConfig. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

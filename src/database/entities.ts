@@ -1,0 +1,25 @@
+import { AccessToken } from '../auth/access-token.entity';
+import { Device } from '../devices/device.entity';
+import { Firmware } from '../firmware/firmware.entity';
+import { PendingUpdate } from '../firmware/pending-update.entity';
+import { SigningKey } from '../firmware/signing-key.entity';
+import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
+import { Membership } from '../orgs/membership.entity';
+import { Org } from '../orgs/org.entity';
+import { Product } from '../products/product.entity';
+import { SupportScript } from '../scripts/support-script.entity';
+import { User } from '../users/user.entity';
+
+export const ENTITIES = [
+  User,
+  Org,
+  Membership,
+  AccessToken,
+  Product,
+  SupportScript,
+  Device,
+  Firmware,
+  SigningKey,
+  PendingUpdate,
+  IrohEndpoint,
+];

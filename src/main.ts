@@ -1,0 +1,40 @@
+import 'reflect-metadata';
+import { ConfigError, loadConfig } from './config/config';
+import { startServer } from './server';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const server = await startServer(config);
+  process.stdout.write(`fleethub listening on ${server.url} (API docs: ${server.url}/api/docs)\n`);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`shutdown after ${signal} failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `fleethub failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,66 @@
+import { Body, Controller, Delete, Get, Param, Post, Put } from '@nestjs/common';
+import { ApiParam, ApiTags } from '@nestjs/swagger';
+import type { OrgAccess } from '../common/auth/actor';
+import { CurrentAccess, Route } from '../common/auth/decorators';
+import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { AddMemberDto, MemberView, UpdateMemberDto } from './dto/member.dto';
+import { MembersService } from './members.service';
+
+@ApiTags('Organization Members')
+@ApiParam({ name: 'org_name', description: 'Organization name' })
+@Controller('api/orgs/:org_name/users')
+export class MembersController {
+  constructor(private readonly members: MembersService) {}
+
+  @Post()
+  @Route('members.add')
+  @ApiOperationDoc({
+    summary: 'Add a registered user to the organization',
+    description:
+      'Deprecated in 2.0.0 but fully working. `email` must belong to a registered user; `role` is view, manage or admin.',
+    status: 201,
+    data: MemberView,
+    errors: [400, 413, 422],
+    deprecated: true,
+  })
+  add(@CurrentAccess() access: OrgAccess, @Body() body: AddMemberDto) {
+    return this.members.add(access, body.email, body.role);
+  }
+
+  @Get()
+  @Route('members.list')
+  @ApiOperationDoc({
+    summary: 'List the members and their roles',
+    description: 'Extension of 2.0.0.',
+    data: [MemberView],
+  })
+  list(@CurrentAccess() access: OrgAccess) {
+    return this.members.list(access);
+  }
+
+  @Put(':email')
+  @Route('members.update')
+  @ApiParam({ name: 'email', description: "The member's email" })
+  @ApiOperationDoc({
+    summary: "Change a member's role",
+    description: 'Extension of 2.0.0. Demoting the last admin answers 409.',
+    data: MemberView,
+    errors: [400, 409, 413, 422],
+  })
+  update(@CurrentAccess() access: OrgAccess, @Param('email') email: string, @Body() body: UpdateMemberDto) {
+    return this.members.updateRole(access, email, body.role);
+  }
+
+  @Delete(':email')
+  @Route('members.remove')
+  @ApiParam({ name: 'email', description: "The member's email" })
+  @ApiOperationDoc({
+    summary: 'Remove a member',
+    description: 'Extension of 2.0.0. Removing the last admin answers 409.',
+    status: 204,
+    errors: [409],
+  })
+  remove(@CurrentAccess() access: OrgAccess, @Param('email') email: string) {
+    return this.members.remove(access, email);
+  }
+}

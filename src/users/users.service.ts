@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { hashPassword } from '../auth/password-hasher';
+import type { Actor } from '../common/auth/actor';
+import { DomainError, type FieldErrors } from '../common/errors/domain-error';
+import { isUniqueViolation } from '../common/errors/postgres-errors';
+import type { UserView } from './dto/user.view';
+import { User } from './user.entity';
+import { EMAIL_PATTERN, USERNAME_PATTERN, normaliseEmail } from './users.errors';
+
+export interface NewUser {
+  email: string;
+  username: string;
+  name?: string;
+  password?: string;
+}
+
+@Injectable()
+export class UsersService {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  me(actor: Actor): { data: UserView } {
+    return { data: { username: actor.username, email: actor.email, name: actor.name } };
+  }
+
+  async create(input: NewUser): Promise<User> {
+    const email = normaliseEmail(input.email);
+    const username = input.username.trim();
+    const name = input.name?.trim() || username;
+    const problems: FieldErrors = {};
+    if (!EMAIL_PATTERN.test(email) || email.length > 320) problems.email = ['is not a valid email address'];
+    if (!USERNAME_PATTERN.test(username)) {
+      problems.username = ['must be 1-64 characters: letters, digits, "_", "." or "-"'];
+    }
+    if (name.length > 255) problems.name = ['should be at most 255 character(s)'];
+    if (input.password !== undefined && input.password.length < 8) {
+      problems.password = ['should be at least 8 character(s)'];
+    }
+    if (Object.keys(problems).length > 0) throw DomainError.invalid(problems);
+
+    const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+    try {
+      const repo = this.db.getRepository(User);
+      return await repo.save(repo.create({ email, username, name, passwordHash }));
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        const taken = await this.db.getRepository(User).findOneBy({ email });
+        throw DomainError.invalidField(taken ? 'email' : 'username', 'has already been taken');
+      }
+      throw err;
+    }
+  }
+
+  findByEmail(email: string): Promise<User | null> {
+    return this.db.getRepository(User).findOneBy({ email: normaliseEmail(email) });
+  }
+}

@@ -1,0 +1,41 @@
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { EmbeddedPostgres } from '../../src/database/embedded-postgres';
+import { runMigrations } from '../../src/database/migrate';
+
+export const TEMPLATE_DATABASE = 'fleethub_test_template';
+
+declare global {
+  var __fleethubTestPostgres: EmbeddedPostgres | undefined;
+}
+
+/**
+ * One PostgreSQL for the whole run: TEST_DATABASE_URL or DATABASE_URL when set, else an embedded server
+ * under .data/test. A template database is migrated once; every test file clones its own from it.
+ */
+export default async function globalSetup(): Promise<void> {
+  let baseUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (!baseUrl) {
+    const embedded = new EmbeddedPostgres({
+      dataDir: join(__dirname, '..', '..', '.data', 'test', 'postgres'),
+      database: 'postgres',
+      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
+    });
+    baseUrl = await embedded.start();
+    globalThis.__fleethubTestPostgres = embedded;
+  }
+  const adminUrl = new URL(baseUrl);
+  adminUrl.pathname = '/postgres';
+  const admin = new Client({ connectionString: adminUrl.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${TEMPLATE_DATABASE}`;
+  await runMigrations(templateUrl.toString());
+  process.env.FLEETHUB_TEST_ADMIN_URL = adminUrl.toString();
+}
