@@ -3,8 +3,6 @@ import { Client } from 'pg';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres';
 import { runMigrations } from '../../src/database/migrate';
 
-export const TEMPLATE_DATABASE = 'fleethub_test_template';
-
 declare global {
   var __fleethubTestPostgres: EmbeddedPostgres | undefined;
 }
@@ -24,18 +22,21 @@ export default async function globalSetup(): Promise<void> {
     baseUrl = await embedded.start();
     globalThis.__fleethubTestPostgres = embedded;
   }
+  // A template per run, so that several runs can share one server (e.g. TEST_DATABASE_URL).
+  const template = `fleethub_tmpl_${process.pid}`;
   const adminUrl = new URL(baseUrl);
   adminUrl.pathname = '/postgres';
   const admin = new Client({ connectionString: adminUrl.toString() });
   await admin.connect();
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`);
+    await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${template}`);
   } finally {
     await admin.end();
   }
   const templateUrl = new URL(adminUrl);
-  templateUrl.pathname = `/${TEMPLATE_DATABASE}`;
+  templateUrl.pathname = `/${template}`;
   await runMigrations(templateUrl.toString());
   process.env.FLEETHUB_TEST_ADMIN_URL = adminUrl.toString();
+  process.env.FLEETHUB_TEST_TEMPLATE = template;
 }

@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 
-const TEMPLATE_DATABASE = 'fleethub_test_template';
-
 function adminUrl(): string {
   const url = process.env.FLEETHUB_TEST_ADMIN_URL;
   if (!url) throw new Error('FLEETHUB_TEST_ADMIN_URL is not set: run the tests through jest (globalSetup)');
   return url;
+}
+
+function template(): string {
+  const name = process.env.FLEETHUB_TEST_TEMPLATE;
+  if (!name) throw new Error('FLEETHUB_TEST_TEMPLATE is not set: run the tests through jest (globalSetup)');
+  return name;
 }
 
 async function withAdmin<T>(fn: (client: Client) => Promise<T>): Promise<T> {
@@ -25,7 +29,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
   await withAdmin(async (client) => {
     for (let attempt = 0; ; attempt++) {
       try {
-        await client.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+        await client.query(`CREATE DATABASE ${name} TEMPLATE ${template()}`);
         return;
       } catch (err) {
         // Two clones starting together can briefly see each other on the template.
