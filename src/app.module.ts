@@ -1,20 +1,30 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { CreatedInterceptor } from './common/http/created';
 import { loggerParams } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
 import { HealthModule } from './health/health.module';
 import { MembersModule } from './members/members.module';
+import { ProductsModule } from './products/products.module';
+import { ScriptsModule } from './scripts/scripts.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { UsersModule } from './users/users.module';
 
 /** Feature modules served over HTTP; the CLI reuses the same ones without the HTTP layer. */
-export const FEATURE_MODULES = [AuthModule, UsersModule, OrgsModule, MembersModule];
+export const FEATURE_MODULES = [
+  AuthModule,
+  UsersModule,
+  OrgsModule,
+  MembersModule,
+  ProductsModule,
+  ScriptsModule,
+];
 
 @Module({})
 export class ConfigModule {
@@ -54,6 +64,7 @@ export class AppModule {
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_PIPE, useClass: ContractValidationPipe },
+        { provide: APP_INTERCEPTOR, useClass: CreatedInterceptor },
       ],
     };
   }

@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -83,6 +83,10 @@ export class EmbeddedPostgres {
     }
     // The parent must be traversable by the postgres user; the cluster folder itself is private.
     await mkdir(dirname(dataDir), { recursive: true, mode: 0o755 });
+    if (this.runAs) {
+      const parent = await stat(dirname(dataDir));
+      await chmod(dirname(dataDir), parent.mode | 0o711);
+    }
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const password = randomBytes(24).toString('hex');
     await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });

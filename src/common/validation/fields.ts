@@ -23,6 +23,8 @@ const trimIfString = Transform(({ value }: { value: unknown }) =>
 
 export interface StringFieldOptions {
   required?: boolean;
+  /** When sent, it must not be blank (for optional fields of updates). Implied by `required`. */
+  nonBlank?: boolean;
   /** Maximum length in characters (after trimming). */
   max?: number;
   /** Maximum size in bytes (UTF-8), for large texts. */
@@ -40,7 +42,7 @@ export function checkString(value: unknown, options: StringFieldOptions): string
   }
   if (typeof value !== 'string')
     return value === null && options.required ? "can't be blank" : 'must be a string';
-  if (options.required && value.trim() === '') return "can't be blank";
+  if ((options.required || options.nonBlank) && value.trim() === '') return "can't be blank";
   if (options.max !== undefined && [...value].length > options.max) {
     return `should be at most ${options.max} character(s)`;
   }
@@ -114,4 +116,36 @@ export function ObjectField(maxBytes: number, doc: ApiPropertyOptions = {}): Pro
 /** Any value checked by a custom rule (the DTO documents it separately). */
 export function CustomField(name: string, check: Check): PropertyDecorator {
   return Checked(name, check);
+}
+
+export const MAX_TAGS = 100;
+export const MAX_TAG_LENGTH = 255;
+
+export function checkTags(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const pieces =
+    typeof value === 'string' ? value.split(',') : Array.isArray(value) ? (value as unknown[]) : null;
+  if (pieces === null || pieces.some((piece) => typeof piece !== 'string')) {
+    return 'must be a comma-separated string (or an array of strings)';
+  }
+  const tags = (pieces as string[]).map((p) => p.trim()).filter((p) => p !== '');
+  if (tags.length > MAX_TAGS) return `should have at most ${MAX_TAGS} tags`;
+  if (tags.some((tag) => [...tag].length > MAX_TAG_LENGTH))
+    return `each tag should be at most ${MAX_TAG_LENGTH} characters`;
+  if (tags.some((tag) => tag.includes('\u0000'))) return 'must not contain NUL characters';
+  return null;
+}
+
+/** Tags as a comma-separated string (an array of strings is accepted too); normalised by the service. */
+export function TagsField(doc: ApiPropertyOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    Checked('tagsField', checkTags),
+    ApiProperty({
+      type: String,
+      required: false,
+      description: 'Comma-separated tags; each is trimmed and empty pieces are dropped',
+      example: 'beta,lab',
+      ...doc,
+    } as ApiPropertyOptions),
+  );
 }

@@ -1,0 +1,105 @@
+import { Body, Controller, Delete, Get, Param, Patch, Post, Put } from '@nestjs/common';
+import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
+import type { OrgAccess } from '../common/auth/actor';
+import { CurrentAccess, Route } from '../common/auth/decorators';
+import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { CreateProductDto, CreateProductWrappedDto, ProductView, UpdateProductDto } from './dto/product.dto';
+import { ProductsService } from './products.service';
+
+const UPDATE_DOC = {
+  summary: "Change a product's settings",
+  description:
+    'Only `allow_unsigned_atomvm_firmware`, `allow_unsigned_esp_idf_firmware`, `allowed_update_tools` and ' +
+    '`require_unique_firmware_version` can be set; any other field (`name` included: a product cannot be renamed) ' +
+    'is a 422 naming it. Fields not sent are unchanged; an empty body changes nothing.',
+  data: ProductView,
+  errors: [400, 413, 422],
+};
+
+@ApiTags('Products')
+@ApiParam({ name: 'org_name', description: 'Organization name' })
+@Controller('api/orgs/:org_name/products')
+export class ProductsController {
+  constructor(private readonly products: ProductsService) {}
+
+  @Post()
+  @Route('products.create')
+  @ApiBody({
+    description:
+      'The spec wraps the product (`{"product":{"name":...}}`); a top-level `{"name":...}` is accepted too.',
+    type: CreateProductWrappedDto,
+    examples: {
+      wrapped: { value: { product: { name: 'gateway' } } },
+      topLevel: { value: { name: 'gateway' } },
+    },
+  })
+  @ApiOperationDoc({
+    summary: 'Create a product',
+    description:
+      'New products have the spec defaults: unsigned AtomVM/ESP-IDF refused, tools `["fwup"]`, unique versions.',
+    status: 201,
+    data: ProductView,
+    errors: [400, 413, 422],
+    headers: { Location: { description: '/api/orgs/{org_name}/products/{name}' } },
+  })
+  create(@CurrentAccess() access: OrgAccess, @Body() body: CreateProductDto) {
+    return this.products.create(access, body);
+  }
+
+  @Get()
+  @Route('products.list')
+  @ApiOperationDoc({
+    summary: "List the organization's products",
+    description: 'Extension of 2.0.0.',
+    data: [ProductView],
+  })
+  list(@CurrentAccess() access: OrgAccess) {
+    return this.products.list(access);
+  }
+
+  @Get(':product_name')
+  @Route('products.show')
+  @ApiParam({ name: 'product_name' })
+  @ApiOperationDoc({ summary: 'Show a product', description: 'Extension of 2.0.0.', data: ProductView })
+  show(@CurrentAccess() access: OrgAccess, @Param('product_name') name: string) {
+    return this.products.show(access, name);
+  }
+
+  @Patch(':product_name')
+  @Route('products.update')
+  @ApiParam({ name: 'product_name' })
+  @ApiOperationDoc(UPDATE_DOC)
+  update(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') name: string,
+    @Body() body: UpdateProductDto,
+  ) {
+    return this.products.update(access, name, body);
+  }
+
+  @Put(':product_name')
+  @Route('products.update')
+  @ApiParam({ name: 'product_name' })
+  @ApiOperationDoc({ ...UPDATE_DOC, summary: "Change a product's settings (PUT alias of PATCH)" })
+  replace(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') name: string,
+    @Body() body: UpdateProductDto,
+  ) {
+    return this.products.update(access, name, body);
+  }
+
+  @Delete(':product_name')
+  @Route('products.delete')
+  @ApiParam({ name: 'product_name' })
+  @ApiOperationDoc({
+    summary: 'Delete a product',
+    description:
+      'Extension of 2.0.0. 409 while the product still has devices; its firmware and scripts go with it.',
+    status: 204,
+    errors: [409],
+  })
+  remove(@CurrentAccess() access: OrgAccess, @Param('product_name') name: string) {
+    return this.products.remove(access, name);
+  }
+}

@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { OrgAccess } from '../common/auth/actor';
+import { DomainError } from '../common/errors/domain-error';
+import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
+import { Created, pathSegment } from '../common/http/created';
+import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
+import { Product } from './product.entity';
+
+export function productView(product: Product): ProductView {
+  return {
+    name: product.name,
+    allow_unsigned_atomvm_firmware: product.allowUnsignedAtomvmFirmware,
+    allow_unsigned_esp_idf_firmware: product.allowUnsignedEspIdfFirmware,
+    allowed_update_tools: product.allowedUpdateTools,
+    require_unique_firmware_version: product.requireUniqueFirmwareVersion,
+  };
+}
+
+@Injectable()
+export class ProductsService {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The product of the caller's organization, or the contract's 404. */
+  async findInOrg(access: OrgAccess, name: string): Promise<Product> {
+    const product = await this.db.getRepository(Product).findOneBy({ orgId: access.orgId, name });
+    if (!product) throw DomainError.notFound();
+    return product;
+  }
+
+  async create(access: OrgAccess, dto: CreateProductDto): Promise<Created<{ data: ProductView }>> {
+    const repo = this.db.getRepository(Product);
+    try {
+      const product = await repo.save(repo.create({ orgId: access.orgId, name: dto.name }));
+      return new Created(`/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}`, {
+        data: productView(product),
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw DomainError.invalidField('name', 'has already been taken');
+      throw err;
+    }
+  }
+
+  async list(access: OrgAccess): Promise<{ data: ProductView[] }> {
+    const products = await this.db
+      .getRepository(Product)
+      .find({ where: { orgId: access.orgId }, order: { name: 'ASC' } });
+    return { data: products.map(productView) };
+  }
+
+  async show(access: OrgAccess, name: string): Promise<{ data: ProductView }> {
+    return { data: productView(await this.findInOrg(access, name)) };
+  }
+
+  async update(access: OrgAccess, name: string, dto: UpdateProductDto): Promise<{ data: ProductView }> {
+    const product = await this.findInOrg(access, name);
+    const changes: Partial<Product> = {};
+    if (dto.allow_unsigned_atomvm_firmware !== undefined) {
+      changes.allowUnsignedAtomvmFirmware = dto.allow_unsigned_atomvm_firmware;
+    }
+    if (dto.allow_unsigned_esp_idf_firmware !== undefined) {
+      changes.allowUnsignedEspIdfFirmware = dto.allow_unsigned_esp_idf_firmware;
+    }
+    if (dto.allowed_update_tools !== undefined) changes.allowedUpdateTools = dto.allowed_update_tools;
+    if (dto.require_unique_firmware_version !== undefined) {
+      changes.requireUniqueFirmwareVersion = dto.require_unique_firmware_version;
+    }
+    if (Object.keys(changes).length === 0) return { data: productView(product) };
+    const result = await this.db.getRepository(Product).update({ id: product.id }, changes);
+    if (!result.affected) throw DomainError.notFound();
+    return { data: productView({ ...product, ...changes }) };
+  }
+
+  /** Deletes a product with no devices; its firmware and scripts go with it. */
+  async remove(access: OrgAccess, name: string): Promise<void> {
+    const product = await this.findInOrg(access, name);
+    try {
+      await this.db.getRepository(Product).delete({ id: product.id });
+    } catch (err) {
+      if (isForeignKeyViolation(err)) {
+        throw DomainError.conflict('the product still has devices: delete or move them first');
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,145 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { OrgAccess } from '../common/auth/actor';
+import { DomainError } from '../common/errors/domain-error';
+import { Created, pathSegment } from '../common/http/created';
+import {
+  type PaginationView,
+  paginationView,
+  parsePageRequest,
+  type RawQuery,
+} from '../common/http/pagination';
+import { normaliseTags, parseBigId } from '../common/values';
+import { ProductsService } from '../products/products.service';
+import type { CreateScriptDto, ScriptView, UpdateScriptDto } from './dto/script.dto';
+import { SupportScript } from './support-script.entity';
+
+interface ScriptRow {
+  id: string;
+  name: string;
+  tags: string;
+  text: string;
+  inserted_at: Date;
+  updated_at: Date;
+  author_id: string | null;
+  author_name: string | null;
+  author_email: string | null;
+}
+
+const SELECT_SCRIPT = `
+  SELECT s.id, s.name, s.tags, s.text, s.inserted_at, s.updated_at,
+         u.id AS author_id, u.name AS author_name, u.email AS author_email
+    FROM support_scripts s LEFT JOIN users u ON u.id = s.created_by_id`;
+
+function scriptView(row: ScriptRow): ScriptView {
+  return {
+    id: String(row.id),
+    name: row.name,
+    tags: row.tags,
+    text: row.text,
+    created_by:
+      row.author_id === null
+        ? null
+        : { id: String(row.author_id), name: row.author_name!, email: row.author_email! },
+    inserted_at: row.inserted_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+@Injectable()
+export class ScriptsService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly products: ProductsService,
+  ) {}
+
+  async create(
+    access: OrgAccess,
+    productName: string,
+    dto: CreateScriptDto,
+  ): Promise<Created<{ data: ScriptView }>> {
+    const product = await this.products.findInOrg(access, productName);
+    const inserted = await this.db.getRepository(SupportScript).insert({
+      productId: product.id,
+      name: dto.name,
+      text: dto.text,
+      tags: normaliseTags(dto.tags).join(','),
+      createdById: access.actor.userId,
+    });
+    const id = String((inserted.identifiers[0] as { id: string }).id);
+    const view = await this.load(product.id, id);
+    return new Created(
+      `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/scripts/${id}`,
+      { data: view! },
+    );
+  }
+
+  async show(access: OrgAccess, productName: string, rawId: string): Promise<{ data: ScriptView }> {
+    const product = await this.products.findInOrg(access, productName);
+    const id = parseBigId(rawId);
+    const view = id === null ? null : await this.load(product.id, id);
+    if (!view) throw DomainError.notFound();
+    return { data: view };
+  }
+
+  async list(
+    access: OrgAccess,
+    productName: string,
+    query: RawQuery,
+  ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
+    const page = parsePageRequest(query);
+    const product = await this.products.findInOrg(access, productName);
+    const [rows, [{ count }]] = await Promise.all([
+      this.db.query<ScriptRow[]>(
+        `${SELECT_SCRIPT} WHERE s.product_id = $1 ORDER BY s.id LIMIT $2 OFFSET $3`,
+        [product.id, page.pageSize, page.offset],
+      ),
+      this.db.query<{ count: number }[]>(
+        `SELECT count(*)::int AS count FROM support_scripts WHERE product_id = $1`,
+        [product.id],
+      ),
+    ]);
+    return { data: rows.map(scriptView), pagination: paginationView(page, count) };
+  }
+
+  async update(
+    access: OrgAccess,
+    productName: string,
+    rawId: string,
+    dto: UpdateScriptDto,
+  ): Promise<{ data: ScriptView }> {
+    const product = await this.products.findInOrg(access, productName);
+    const id = parseBigId(rawId);
+    if (id === null) throw DomainError.notFound();
+    const changes: Partial<SupportScript> = {};
+    if (dto.name !== undefined) changes.name = dto.name;
+    if (dto.text !== undefined) changes.text = dto.text;
+    if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags).join(',');
+    if (Object.keys(changes).length > 0) {
+      const result = await this.db
+        .getRepository(SupportScript)
+        .update({ id, productId: product.id }, changes);
+      if (!result.affected) throw DomainError.notFound();
+    }
+    const view = await this.load(product.id, id);
+    if (!view) throw DomainError.notFound();
+    return { data: view };
+  }
+
+  async remove(access: OrgAccess, productName: string, rawId: string): Promise<void> {
+    const product = await this.products.findInOrg(access, productName);
+    const id = parseBigId(rawId);
+    const result =
+      id === null ? null : await this.db.getRepository(SupportScript).delete({ id, productId: product.id });
+    if (!result?.affected) throw DomainError.notFound();
+  }
+
+  private async load(productId: string, id: string): Promise<ScriptView | null> {
+    const rows: ScriptRow[] = await this.db.query(`${SELECT_SCRIPT} WHERE s.product_id = $1 AND s.id = $2`, [
+      productId,
+      id,
+    ]);
+    return rows[0] ? scriptView(rows[0]) : null;
+  }
+}

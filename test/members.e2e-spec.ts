@@ -1,0 +1,174 @@
+import { createTestApp, type TestApp } from './support/test-app';
+import type { TestUser } from './support/fixtures';
+
+const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+
+describe('organization members', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  async function setup() {
+    const admin = await t.fixtures.user({ name: 'Admin' });
+    const org = await t.fixtures.org(admin);
+    return { admin, org, base: `/api/orgs/${org}/users` };
+  }
+
+  it('POST (deprecated) adds a registered user: 201 {email, name, role}', async () => {
+    const { admin, base } = await setup();
+    const grace = await t.fixtures.user({ name: 'Grace Hopper' });
+    const res = await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ email: grace.user.email.toUpperCase(), role: 'manage' })
+      .expect(201);
+    expect(res.body).toEqual({ data: { email: grace.user.email, name: 'Grace Hopper', role: 'manage' } });
+    const list = await t.http().get(base).set(grace.auth).expect(200);
+    expect(list.body.data).toEqual(
+      expect.arrayContaining([
+        { email: admin.user.email, name: 'Admin', role: 'admin' },
+        { email: grace.user.email, name: 'Grace Hopper', role: 'manage' },
+      ]),
+    );
+  });
+
+  it('every 422 of the contract', async () => {
+    const { admin, base } = await setup();
+    const member = await t.fixtures.user();
+    const unknown = await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ email: 'ghost@example.com', role: 'view' });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body).toEqual({ errors: { email: ['does not belong to a registered user'] } });
+    const badRole = await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ email: member.user.email, role: 'bogus' });
+    expect(badRole.status).toBe(422);
+    expect(badRole.body).toEqual({ errors: { role: ['is invalid'] } });
+    const missing = await t.http().post(base).set(admin.auth).send({});
+    expect(missing.body).toEqual({ errors: { email: ["can't be blank"], role: ["can't be blank"] } });
+    await t.http().post(base).set(admin.auth).send({ email: member.user.email, role: 'view' }).expect(201);
+    const again = await t.http().post(base).set(admin.auth).send({ email: member.user.email, role: 'admin' });
+    expect(again.status).toBe(422);
+    expect(again.body).toEqual({ errors: { email: ['is already a member'] } });
+  });
+
+  it('concurrent adds of one user: one 201, the rest 422', async () => {
+    const { admin, base } = await setup();
+    const member = await t.fixtures.user();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        t.http().post(base).set(admin.auth).send({ email: member.user.email, role: 'view' }),
+      ),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([201, 422, 422, 422, 422, 422]);
+  });
+
+  it('PUT changes a role; DELETE removes a member', async () => {
+    const { admin, base, org } = await setup();
+    const member = await t.fixtures.user();
+    await t.fixtures.addMember(org, member, 'view');
+    const res = await t
+      .http()
+      .put(`${base}/${member.user.email}`)
+      .set(admin.auth)
+      .send({ role: 'admin' })
+      .expect(200);
+    expect(res.body.data.role).toBe('admin');
+    await t.http().put(`${base}/${member.user.email}`).set(admin.auth).send({ role: 'x' }).expect(422);
+    await t.http().delete(`${base}/${member.user.email}`).set(admin.auth).expect(204);
+    await t.http().get(`/api/orgs/${org}/products`).set(member.auth).expect(404, NOT_FOUND);
+    await t.http().delete(`${base}/${member.user.email}`).set(admin.auth).expect(404, NOT_FOUND);
+    await t
+      .http()
+      .put(`${base}/nobody@example.com`)
+      .set(admin.auth)
+      .send({ role: 'view' })
+      .expect(404, NOT_FOUND);
+  });
+
+  it('the last admin can be neither removed nor demoted (409)', async () => {
+    const { admin, base, org } = await setup();
+    const demote = await t
+      .http()
+      .put(`${base}/${admin.user.email}`)
+      .set(admin.auth)
+      .send({ role: 'view' })
+      .expect(409);
+    expect(demote.body).toEqual({ errors: { detail: expect.stringContaining('admin') } });
+    await t.http().delete(`${base}/${admin.user.email}`).set(admin.auth).expect(409);
+    const second = await t.fixtures.user();
+    await t.fixtures.addMember(org, second, 'admin');
+    await t.http().put(`${base}/${admin.user.email}`).set(admin.auth).send({ role: 'manage' }).expect(200);
+    await t.http().delete(`${base}/${second.user.email}`).set(second.auth).expect(409);
+  });
+
+  it('two admins demoting each other at once: one stays admin', async () => {
+    const { admin, base, org } = await setup();
+    const second = await t.fixtures.user();
+    await t.fixtures.addMember(org, second, 'admin');
+    const results = await Promise.all([
+      t.http().put(`${base}/${second.user.email}`).set(admin.auth).send({ role: 'view' }),
+      t.http().put(`${base}/${admin.user.email}`).set(second.auth).send({ role: 'view' }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    const [{ count }] = await t.db.query(
+      `SELECT count(*)::int AS count FROM org_memberships m JOIN orgs o ON o.id = m.org_id
+        WHERE o.name = $1 AND m.role = 'admin'`,
+      [org],
+    );
+    expect(count).toBe(1);
+  });
+
+  describe('roles', () => {
+    let admin: TestUser;
+    let base: string;
+    let org: string;
+    beforeAll(async () => {
+      ({ admin, base, org } = await setup());
+    });
+
+    it.each(['view', 'manage'] as const)('%s may list but not add, change or remove', async (role) => {
+      const member = await t.fixtures.user();
+      const target = await t.fixtures.user();
+      await t.fixtures.addMember(org, member, role);
+      await t.http().get(base).set(member.auth).expect(200);
+      await t
+        .http()
+        .post(base)
+        .set(member.auth)
+        .send({ email: target.user.email, role: 'view' })
+        .expect(403, NOT_FOUND);
+      await t
+        .http()
+        .put(`${base}/${admin.user.email}`)
+        .set(member.auth)
+        .send({ role: 'view' })
+        .expect(403, NOT_FOUND);
+      await t.http().delete(`${base}/${admin.user.email}`).set(member.auth).expect(403, NOT_FOUND);
+    });
+
+    it('outsiders: 404 on every call', async () => {
+      const outsider = await t.fixtures.user();
+      await t.http().get(base).set(outsider.auth).expect(404, NOT_FOUND);
+      await t
+        .http()
+        .post(base)
+        .set(outsider.auth)
+        .send({ email: outsider.user.email, role: 'admin' })
+        .expect(404, NOT_FOUND);
+    });
+  });
+
+  it('OpenAPI marks POST /api/orgs/{org_name}/users deprecated', async () => {
+    const res = await t.http().get('/api/openapi.json').expect(200);
+    expect(res.body.paths['/api/orgs/{org_name}/users'].post.deprecated).toBe(true);
+  });
+});

@@ -1,0 +1,307 @@
+import { createTestApp, type TestApp } from './support/test-app';
+import type { TestUser } from './support/fixtures';
+
+const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+const DEFAULTS = {
+  allow_unsigned_atomvm_firmware: false,
+  allow_unsigned_esp_idf_firmware: false,
+  allowed_update_tools: ['fwup'],
+  require_unique_firmware_version: true,
+};
+
+describe('products', () => {
+  let t: TestApp;
+  let admin: TestUser;
+  let org: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    admin = await t.fixtures.user();
+    org = await t.fixtures.org(admin);
+  });
+  afterAll(() => t.close());
+
+  const create = (name: unknown, who = admin, wrap = true) =>
+    t
+      .http()
+      .post(`/api/orgs/${org}/products`)
+      .set(who.auth)
+      .send(wrap ? { product: { name } } : { name });
+
+  describe('POST /api/orgs/{org}/products', () => {
+    it('creates with the spec defaults, 201 and Location (wrapped body)', async () => {
+      const res = await create('gateway').expect(201);
+      expect(res.body).toEqual({ data: { name: 'gateway', ...DEFAULTS } });
+      expect(res.headers.location).toBe(`/api/orgs/${org}/products/gateway`);
+      await t.http().get(res.headers.location).set(admin.auth).expect(200, res.body);
+    });
+
+    it('accepts a top-level body and trims the name', async () => {
+      const res = await create('  sensor  ', admin, false).expect(201);
+      expect(res.body.data.name).toBe('sensor');
+    });
+
+    it('ignores unknown fields on create', async () => {
+      const res = await t
+        .http()
+        .post(`/api/orgs/${org}/products`)
+        .set(admin.auth)
+        .send({ name: 'extra', color: 'red', allow_unsigned_atomvm_firmware: true })
+        .expect(201);
+      expect(res.body.data).toEqual({ name: 'extra', ...DEFAULTS });
+    });
+
+    it.each([
+      [undefined, "can't be blank"],
+      ['', "can't be blank"],
+      ['   ', "can't be blank"],
+      [null, "can't be blank"],
+      [42, 'must be a string'],
+      [['a'], 'must be a string'],
+      ['x'.repeat(256), 'should be at most 255 character(s)'],
+    ])('422 for name %p', async (name, message) => {
+      const res = await create(name).expect(422);
+      expect(res.body).toEqual({ errors: { name: [message] } });
+    });
+
+    it('an empty body is a 422, not a 500', async () => {
+      const res = await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).expect(422);
+      expect(res.body).toEqual({ errors: { name: ["can't be blank"] } });
+    });
+
+    it('a duplicate name is 422 "has already been taken"; names are case-sensitive', async () => {
+      await create('dup').expect(201);
+      const res = await create('dup').expect(422);
+      expect(res.body).toEqual({ errors: { name: ['has already been taken'] } });
+      await create('DUP').expect(201);
+    });
+
+    it('the same name in another organization is fine', async () => {
+      const other = await t.fixtures.org(admin);
+      await create('shared-name').expect(201);
+      await t
+        .http()
+        .post(`/api/orgs/${other}/products`)
+        .set(admin.auth)
+        .send({ name: 'shared-name' })
+        .expect(201);
+    });
+
+    it('concurrent creates of one name: one 201, the rest 422, one row', async () => {
+      const results = await Promise.all(Array.from({ length: 10 }, () => create('racer')));
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([201, ...Array(9).fill(422)]);
+      for (const r of results.filter((x) => x.status === 422)) {
+        expect(r.body).toEqual({ errors: { name: ['has already been taken'] } });
+      }
+    });
+
+    it('unicode names and names with slashes round-trip through the URL', async () => {
+      const res = await create('Ürün/β 1').expect(201);
+      expect(res.headers.location).toBe(`/api/orgs/${org}/products/${encodeURIComponent('Ürün/β 1')}`);
+      await t.http().get(res.headers.location).set(admin.auth).expect(200);
+    });
+  });
+
+  describe('PATCH / PUT /api/orgs/{org}/products/{product}', () => {
+    beforeAll(async () => {
+      await create('settings').expect(201);
+    });
+    const patch = (body: unknown, method: 'patch' | 'put' = 'patch') => {
+      const agent = t.http();
+      return agent[method](`/api/orgs/${org}/products/settings`)
+        .set(admin.auth)
+        .send(body as object);
+    };
+
+    it('changes only the settings sent', async () => {
+      const res = await patch({ allowed_update_tools: ['fwup', 'atomvm'] }).expect(200);
+      expect(res.body.data).toEqual({
+        name: 'settings',
+        ...DEFAULTS,
+        allowed_update_tools: ['fwup', 'atomvm'],
+      });
+      const put = await patch({ require_unique_firmware_version: false }, 'put').expect(200);
+      expect(put.body.data).toEqual({
+        name: 'settings',
+        ...DEFAULTS,
+        allowed_update_tools: ['fwup', 'atomvm'],
+        require_unique_firmware_version: false,
+      });
+      const shown = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200);
+      expect(shown.body).toEqual(put.body);
+    });
+
+    it('sets all four settings at once', async () => {
+      const body = {
+        allow_unsigned_atomvm_firmware: true,
+        allow_unsigned_esp_idf_firmware: true,
+        allowed_update_tools: ['esp-idf'],
+        require_unique_firmware_version: true,
+      };
+      const res = await patch(body).expect(200);
+      expect(res.body.data).toEqual({ name: 'settings', ...body });
+    });
+
+    it('an empty body changes nothing', async () => {
+      const before = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200);
+      const res = await patch({}).expect(200);
+      expect(res.body).toEqual(before.body);
+    });
+
+    it('refuses a rename and unknown fields, naming each, and changes nothing', async () => {
+      const before = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth);
+      const res = await patch({
+        name: 'renamed',
+        color: 'red',
+        allow_unsigned_atomvm_firmware: false,
+      }).expect(422);
+      expect(res.body).toEqual({
+        errors: {
+          name: ['cannot be changed: a product cannot be renamed'],
+          color: ['is not a product setting'],
+        },
+      });
+      const after = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200);
+      expect(after.body).toEqual(before.body);
+    });
+
+    it.each([
+      [{ allow_unsigned_atomvm_firmware: 'true' }, 'allow_unsigned_atomvm_firmware', 'must be true or false'],
+      [{ allow_unsigned_esp_idf_firmware: null }, 'allow_unsigned_esp_idf_firmware', 'must be true or false'],
+      [{ require_unique_firmware_version: 1 }, 'require_unique_firmware_version', 'must be true or false'],
+      [
+        { allowed_update_tools: null },
+        'allowed_update_tools',
+        'must be an array of strings from: fwup, atomvm, esp-idf',
+      ],
+      [
+        { allowed_update_tools: 'fwup' },
+        'allowed_update_tools',
+        'must be an array of strings from: fwup, atomvm, esp-idf',
+      ],
+      [{ allowed_update_tools: ['fwup', 'wat'] }, 'allowed_update_tools', 'unknown update tool(s): wat'],
+      [{ allowed_update_tools: ['fwup', 'fwup'] }, 'allowed_update_tools', 'must not list a tool twice'],
+      [
+        { allowed_update_tools: [1] },
+        'allowed_update_tools',
+        'must be an array of strings from: fwup, atomvm, esp-idf',
+      ],
+    ])('422 for %j', async (body, field, message) => {
+      const res = await patch(body).expect(422);
+      expect(res.body).toEqual({ errors: { [field]: [message] } });
+    });
+
+    it('404 for an unknown product', async () => {
+      await t.http().patch(`/api/orgs/${org}/products/nope`).set(admin.auth).send({}).expect(404, NOT_FOUND);
+    });
+  });
+
+  describe('GET and DELETE', () => {
+    it('lists the organization’s products by name', async () => {
+      const owner = await t.fixtures.user();
+      const own = await t.fixtures.org(owner);
+      await t.http().get(`/api/orgs/${own}/products`).set(owner.auth).expect(200, { data: [] });
+      for (const name of ['b', 'a']) {
+        await t.http().post(`/api/orgs/${own}/products`).set(owner.auth).send({ name }).expect(201);
+      }
+      const res = await t.http().get(`/api/orgs/${own}/products`).set(owner.auth).expect(200);
+      expect(res.body.data.map((p: { name: string }) => p.name)).toEqual(['a', 'b']);
+      expect(res.body.data[0]).toEqual({ name: 'a', ...DEFAULTS });
+    });
+
+    it('deletes a product without devices (204), then it is gone', async () => {
+      await create('doomed').expect(201);
+      await t.http().delete(`/api/orgs/${org}/products/doomed`).set(admin.auth).expect(204);
+      await t.http().get(`/api/orgs/${org}/products/doomed`).set(admin.auth).expect(404, NOT_FOUND);
+      await t.http().delete(`/api/orgs/${org}/products/doomed`).set(admin.auth).expect(404, NOT_FOUND);
+    });
+
+    it('409 while the product still has devices', async () => {
+      await create('busy').expect(201);
+      await t.db.query(
+        `INSERT INTO devices (org_id, product_id, identifier)
+         SELECT p.org_id, p.id, 'busy-device-1' FROM products p JOIN orgs o ON o.id = p.org_id
+          WHERE o.name = $1 AND p.name = 'busy'`,
+        [org],
+      );
+      const res = await t.http().delete(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(409);
+      expect(res.body).toEqual({ errors: { detail: expect.stringContaining('devices') } });
+      await t.http().get(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(200);
+    });
+  });
+
+  describe('roles', () => {
+    let viewer: TestUser;
+    let manager: TestUser;
+    let outsider: TestUser;
+    beforeAll(async () => {
+      [viewer, manager, outsider] = await Promise.all([
+        t.fixtures.user(),
+        t.fixtures.user(),
+        t.fixtures.user(),
+      ]);
+      await t.fixtures.addMember(org, viewer, 'view');
+      await t.fixtures.addMember(org, manager, 'manage');
+      await create('roles-product').expect(201);
+    });
+
+    it('view: may read, may not create, change or delete (403 constant body)', async () => {
+      await t.http().get(`/api/orgs/${org}/products`).set(viewer.auth).expect(200);
+      await t.http().get(`/api/orgs/${org}/products/roles-product`).set(viewer.auth).expect(200);
+      await create('by-viewer', viewer).expect(403, NOT_FOUND);
+      await t
+        .http()
+        .patch(`/api/orgs/${org}/products/roles-product`)
+        .set(viewer.auth)
+        .send({ require_unique_firmware_version: false })
+        .expect(403, NOT_FOUND);
+      await t
+        .http()
+        .delete(`/api/orgs/${org}/products/roles-product`)
+        .set(viewer.auth)
+        .expect(403, NOT_FOUND);
+      const [row] = await t.db.query(
+        `SELECT require_unique_firmware_version FROM products WHERE name = 'roles-product'`,
+      );
+      expect(row.require_unique_firmware_version).toBe(true);
+    });
+
+    it('manage: may create and change, may not delete', async () => {
+      await create('by-manager', manager).expect(201);
+      await t
+        .http()
+        .patch(`/api/orgs/${org}/products/by-manager`)
+        .set(manager.auth)
+        .send({ allow_unsigned_atomvm_firmware: true })
+        .expect(200);
+      await t.http().delete(`/api/orgs/${org}/products/by-manager`).set(manager.auth).expect(403, NOT_FOUND);
+    });
+
+    it('outsiders get 404 whether or not the organization or product exists', async () => {
+      const a = await t.http().get(`/api/orgs/${org}/products/roles-product`).set(outsider.auth);
+      const b = await t.http().get(`/api/orgs/${org}/products/missing`).set(outsider.auth);
+      const c = await t.http().get(`/api/orgs/no-such-org/products/missing`).set(outsider.auth);
+      const d = await create('by-outsider', outsider);
+      for (const res of [a, b, c, d]) {
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual(NOT_FOUND);
+      }
+    });
+
+    it('no token: 401', async () => {
+      await t.http().get(`/api/orgs/${org}/products`).expect(401, { error: 'unauthorized' });
+    });
+
+    it('a read-scoped admin token cannot write', async () => {
+      const readToken = await t.fixtures.token(admin.user, { scope: 'read' });
+      const auth = { Authorization: `Bearer ${readToken}` };
+      await t.http().get(`/api/orgs/${org}/products`).set(auth).expect(200);
+      await t
+        .http()
+        .post(`/api/orgs/${org}/products`)
+        .set(auth)
+        .send({ name: 'ro' })
+        .expect(403, { error: 'forbidden' });
+    });
+  });
+});

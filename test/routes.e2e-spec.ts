@@ -1,0 +1,111 @@
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { RequestMethod } from '@nestjs/common';
+import { FEATURE_MODULES } from '../src/app.module';
+import { PUBLIC_ROUTE, ROUTE_NAME } from '../src/common/auth/decorators';
+import { ROUTE_POLICIES } from '../src/common/auth/route-policies';
+import { HealthModule } from '../src/health/health.module';
+import { createTestApp, type TestApp } from './support/test-app';
+
+interface RouteInfo {
+  controller: string;
+  handler: string;
+  method: string;
+  isPublic: boolean;
+  routeName: string | undefined;
+}
+
+/** Every handler of every controller the app serves, with its auth metadata. */
+function allRoutes(): RouteInfo[] {
+  const routes: RouteInfo[] = [];
+  for (const module of [...FEATURE_MODULES, HealthModule]) {
+    const controllers = (Reflect.getMetadata('controllers', module) ?? []) as Function[];
+    for (const controller of controllers) {
+      const proto = controller.prototype as Record<string, Function>;
+      for (const key of Object.getOwnPropertyNames(proto)) {
+        const handler = proto[key];
+        if (key === 'constructor' || typeof handler !== 'function') continue;
+        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
+        const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
+        routes.push({
+          controller: controller.name,
+          handler: key,
+          method,
+          isPublic: Boolean(
+            Reflect.getMetadata(PUBLIC_ROUTE, handler) ?? Reflect.getMetadata(PUBLIC_ROUTE, controller),
+          ),
+          routeName: (Reflect.getMetadata(ROUTE_NAME, handler) ??
+            Reflect.getMetadata(ROUTE_NAME, controller)) as string | undefined,
+        });
+      }
+    }
+  }
+  return routes;
+}
+
+describe('route table', () => {
+  const routes = allRoutes();
+
+  it('finds the routes', () => {
+    expect(routes.length).toBeGreaterThan(10);
+  });
+
+  it.each(routes.map((r) => [`${r.controller}.${r.handler}`, r] as const))(
+    '%s is either @Public() or names a policy in ROUTE_POLICIES',
+    (_name, route) => {
+      expect(route.isPublic || (route.routeName !== undefined && route.routeName in ROUTE_POLICIES)).toBe(
+        true,
+      );
+      expect(route.isPublic && route.routeName !== undefined).toBe(false);
+    },
+  );
+
+  it('public routes are only the ones meant to be', () => {
+    const publicRoutes = routes.filter((r) => r.isPublic).map((r) => `${r.controller}.${r.handler}`);
+    expect(publicRoutes.sort()).toEqual([
+      'AuthController.login',
+      'HealthController.alive',
+      'HealthController.ready',
+    ]);
+  });
+
+  describe('OpenAPI', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createTestApp();
+    });
+    afterAll(() => t.close());
+
+    it('documents every operation with a summary, a tag and its error responses', async () => {
+      const res = await t.http().get('/api/openapi.json').expect(200);
+      const doc = res.body as {
+        paths: Record<
+          string,
+          Record<
+            string,
+            { summary?: string; tags?: string[]; responses: Record<string, unknown>; security?: unknown[] }
+          >
+        >;
+      };
+      let operations = 0;
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(item)) {
+          operations++;
+          const where = `${method.toUpperCase()} ${path}`;
+          expect({ where, summary: Boolean(op.summary) }).toEqual({ where, summary: true });
+          expect({ where, tags: op.tags?.length }).toEqual({ where, tags: 1 });
+          expect({ where, has503: '503' in op.responses }).toEqual({ where, has503: true });
+          if (op.security) {
+            for (const status of ['401', '403', '404']) {
+              expect({ where, status, documented: status in op.responses }).toEqual({
+                where,
+                status,
+                documented: true,
+              });
+            }
+          }
+        }
+      }
+      expect(operations).toBe(routes.length);
+    });
+  });
+});
