@@ -9,6 +9,7 @@ import { loggerParams } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
+import { DevicesModule } from './devices/devices.module';
 import { HealthModule } from './health/health.module';
 import { MembersModule } from './members/members.module';
 import { ProductsModule } from './products/products.module';
@@ -24,6 +25,7 @@ export const FEATURE_MODULES = [
   MembersModule,
   ProductsModule,
   ScriptsModule,
+  DevicesModule,
 ];
 
 @Module({})

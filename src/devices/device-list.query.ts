@@ -1,0 +1,166 @@
+import { DomainError } from '../common/errors/domain-error';
+import { type PageRequest, parsePageRequest, type RawQuery } from '../common/http/pagination';
+import { CONNECTION_STATUSES } from './device.entity';
+
+export const DEVICE_SORTS = [
+  'identifier',
+  'inserted_at',
+  'last_communication',
+  'version',
+  'connection_status',
+] as const;
+export type DeviceSort = (typeof DEVICE_SORTS)[number];
+export const DEVICE_FILTERS = [
+  'identifier',
+  'search',
+  'tags',
+  'has_no_tags',
+  'connection',
+  'firmware_version',
+  'platform',
+  'updates',
+] as const;
+const UPDATES_VALUES = ['enabled', 'disabled', 'penalty-box'] as const;
+
+export interface DeviceListQuery {
+  sort: DeviceSort;
+  direction: 'asc' | 'desc';
+  page: PageRequest;
+  filters: {
+    identifier?: string;
+    search?: string;
+    tags?: string[];
+    hasNoTags?: boolean;
+    connection?: (typeof CONNECTION_STATUSES)[number];
+    firmwareVersion?: string;
+    platform?: string;
+    updates?: (typeof UPDATES_VALUES)[number];
+  };
+}
+
+const MAX_FILTER_LENGTH = 255;
+
+function single(query: RawQuery, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw DomainError.invalidField(name, 'must be given once, as a string');
+  if (value.length > MAX_FILTER_LENGTH * 4) {
+    throw DomainError.invalidField(name, `should be at most ${MAX_FILTER_LENGTH * 4} character(s)`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(query: RawQuery, name: string, allowed: readonly T[]): T | undefined {
+  const value = single(query, name)?.trim();
+  if (value === undefined || value === '') return undefined;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw DomainError.invalidField(name, `must be one of: ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+/**
+ * The device list's query string (NervesHub's names, contract section 6). Unknown `filters[...]` keys and
+ * bad values are a 422 naming the parameter; blank filter values mean "no filter"; other keys are ignored.
+ */
+export function parseDeviceListQuery(query: RawQuery): DeviceListQuery {
+  for (const key of Object.keys(query)) {
+    const match = /^filters\[(.*)\]$/.exec(key);
+    if (key.startsWith('filters') && (!match || !(DEVICE_FILTERS as readonly string[]).includes(match[1]))) {
+      throw DomainError.invalidField(key, `is not a filter; filters are: ${DEVICE_FILTERS.join(', ')}`);
+    }
+  }
+  const sort = oneOf(query, 'sort', DEVICE_SORTS) ?? 'identifier';
+  const direction = oneOf(query, 'sort_direction', ['asc', 'desc'] as const) ?? 'asc';
+  const page = parsePageRequest(query);
+
+  const text = (name: string) => {
+    const value = single(query, `filters[${name}]`)?.trim();
+    if (value === undefined || value === '') return undefined;
+    if ([...value].length > MAX_FILTER_LENGTH) {
+      throw DomainError.invalidField(
+        `filters[${name}]`,
+        `should be at most ${MAX_FILTER_LENGTH} character(s)`,
+      );
+    }
+    return value;
+  };
+
+  const filters: DeviceListQuery['filters'] = {
+    identifier: text('identifier'),
+    search: text('search'),
+    firmwareVersion: text('firmware_version'),
+    platform: text('platform'),
+    connection: oneOf(query, 'filters[connection]', CONNECTION_STATUSES),
+    updates: oneOf(query, 'filters[updates]', UPDATES_VALUES),
+  };
+  const tags = text('tags');
+  if (tags !== undefined) {
+    filters.tags = [
+      ...new Set(
+        tags
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== ''),
+      ),
+    ];
+    if (filters.tags.length === 0) delete filters.tags;
+  }
+  const hasNoTags = oneOf(query, 'filters[has_no_tags]', ['true', 'false'] as const);
+  if (hasNoTags === 'true') filters.hasNoTags = true;
+  return { sort, direction, page, filters };
+}
+
+/** `%`, `_` and `\` match themselves in a LIKE pattern built from user text. */
+export function likeContains(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Sort column, and whether it is nullable (its index is then `ASC NULLS FIRST`, see the migration). */
+const SORT_COLUMNS: Record<DeviceSort, { column: string; nullable: boolean } | null> = {
+  identifier: null,
+  inserted_at: { column: 'd.inserted_at', nullable: false },
+  last_communication: { column: 'd.last_communication', nullable: true },
+  version: { column: 'd.firmware_version', nullable: true },
+  connection_status: { column: 'd.connection_status', nullable: false },
+};
+
+/**
+ * WHERE clause and ORDER BY for a product's device list, written for the indexes of the Init migration:
+ * every order is `(product_id, column, identifier)` read forwards or backwards (never-seen devices and
+ * devices without a version sort as the smallest values).
+ */
+export function deviceListSql(
+  productId: string,
+  q: DeviceListQuery,
+): { where: string; orderBy: string; params: unknown[] } {
+  const params: unknown[] = [productId];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const conditions = ['d.product_id = $1'];
+  const f = q.filters;
+  if (f.identifier !== undefined) conditions.push(`d.identifier ILIKE ${param(likeContains(f.identifier))}`);
+  if (f.search !== undefined) {
+    const p = param(likeContains(f.search));
+    conditions.push(
+      `(d.identifier ILIKE ${p} OR d.description ILIKE ${p} OR d.firmware_version ILIKE ${p}` +
+        ` OR array_to_string(d.tags, ',') ILIKE ${p})`,
+    );
+  }
+  if (f.tags !== undefined) conditions.push(`d.tags @> ${param(f.tags)}::text[]`);
+  if (f.hasNoTags) conditions.push(`d.tags = '{}'`);
+  if (f.connection !== undefined) conditions.push(`d.connection_status = ${param(f.connection)}`);
+  if (f.firmwareVersion !== undefined) conditions.push(`d.firmware_version = ${param(f.firmwareVersion)}`);
+  if (f.platform !== undefined) conditions.push(`d.firmware_platform = ${param(f.platform)}`);
+  if (f.updates === 'enabled') conditions.push('d.updates_enabled');
+  if (f.updates === 'disabled') conditions.push('NOT d.updates_enabled');
+  if (f.updates === 'penalty-box') conditions.push('d.updates_blocked_until > now()');
+
+  const dir = q.direction === 'asc' ? 'ASC' : 'DESC';
+  const sort = SORT_COLUMNS[q.sort];
+  const nulls = sort?.nullable ? (q.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : '';
+  const orderBy = sort ? `${sort.column} ${dir}${nulls}, d.identifier ${dir}` : `d.identifier ${dir}`;
+  return { where: conditions.join(' AND '), orderBy, params };
+}

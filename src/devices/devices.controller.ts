@@ -1,0 +1,211 @@
+import { applyDecorators, Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
+import { CurrentAccess, Route } from '../common/auth/decorators';
+import { PaginationView, type RawQuery } from '../common/http/pagination';
+import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { CONNECTION_STATUSES } from './device.entity';
+import { DEVICE_SORTS } from './device-list.query';
+import { DevicesService } from './devices.service';
+import { ConsoleCodeDto, CreateDeviceDto, DeviceView, UpdateDeviceDto, UpgradeDto } from './dto/device.dto';
+
+const text = (name: string, description: string) =>
+  ApiQuery({
+    name: `filters[${name}]`,
+    required: false,
+    description,
+    schema: { type: 'string', maxLength: 255 },
+  });
+
+const DeviceListQueryDocs = () =>
+  applyDecorators(
+    ApiQuery({
+      name: 'sort',
+      required: false,
+      schema: { type: 'string', enum: [...DEVICE_SORTS], default: 'identifier' },
+    }),
+    ApiQuery({
+      name: 'sort_direction',
+      required: false,
+      schema: { type: 'string', enum: ['asc', 'desc'], default: 'asc' },
+    }),
+    ApiQuery({
+      name: 'pagination[page]',
+      required: false,
+      schema: { type: 'integer', minimum: 1, default: 1 },
+    }),
+    ApiQuery({
+      name: 'pagination[page_size]',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
+    }),
+    text('identifier', 'Case-insensitive substring of the identifier'),
+    text('search', 'Case-insensitive substring of identifier, description, tags or firmware version'),
+    text('tags', 'Comma-separated; a device must carry every tag listed'),
+    ApiQuery({
+      name: 'filters[has_no_tags]',
+      required: false,
+      schema: { type: 'string', enum: ['true', 'false'] },
+    }),
+    ApiQuery({
+      name: 'filters[connection]',
+      required: false,
+      schema: { type: 'string', enum: [...CONNECTION_STATUSES] },
+    }),
+    text('firmware_version', 'Exact reported firmware version'),
+    text('platform', 'Exact reported firmware platform'),
+    ApiQuery({
+      name: 'filters[updates]',
+      required: false,
+      schema: { type: 'string', enum: ['enabled', 'disabled', 'penalty-box'] },
+    }),
+  );
+
+@ApiTags('Devices')
+@ApiParam({ name: 'org_name', description: 'Organization name' })
+@ApiParam({ name: 'product_name', description: 'Product name' })
+@Controller('api/orgs/:org_name/products/:product_name/devices')
+export class DevicesController {
+  constructor(private readonly devices: DevicesService) {}
+
+  @Post()
+  @Route('devices.create')
+  @ApiOperationDoc({
+    summary: 'Register a device',
+    description: 'Extension of 2.0.0. The identifier is unique across the server.',
+    status: 201,
+    data: DeviceView,
+    errors: [400, 413, 422],
+    headers: {
+      Location: { description: '/api/orgs/{org_name}/products/{product_name}/devices/{identifier}' },
+    },
+  })
+  create(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Body() body: CreateDeviceDto,
+  ) {
+    return this.devices.create(access, product, body);
+  }
+
+  @Get()
+  @Route('devices.list')
+  @DeviceListQueryDocs()
+  @ApiOperationDoc({
+    summary: "List a product's devices",
+    description:
+      'Sorted, filtered and paginated; ties are broken by identifier so pages never overlap or skip. ' +
+      'An unknown sort, direction, filter or value, or a page out of range, is a 422 naming the parameter.',
+    data: [DeviceView],
+    extra: { pagination: PaginationView },
+    errors: [422],
+  })
+  list(@CurrentAccess() access: OrgAccess, @Param('product_name') product: string, @Query() query: RawQuery) {
+    return this.devices.list(access, product, query);
+  }
+
+  @Get(':identifier')
+  @Route('devices.show')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({ summary: 'Show a device', description: 'Extension of 2.0.0.', data: DeviceView })
+  show(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.show(access, product, id);
+  }
+
+  @Patch(':identifier')
+  @Route('devices.update')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: "Change a device's description, tags or updates_enabled",
+    description: 'Extension of 2.0.0.',
+    data: DeviceView,
+    errors: [400, 413, 422],
+  })
+  update(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: UpdateDeviceDto,
+  ) {
+    return this.devices.update(access, product, id, body);
+  }
+
+  @Delete(':identifier')
+  @Route('devices.delete')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({ summary: 'Delete a device', description: 'Extension of 2.0.0.', status: 204 })
+  remove(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.remove(access, product, id);
+  }
+
+  @Post(':identifier/upgrade')
+  @Route('devices.upgrade')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Push a firmware to a device',
+    description:
+      'The device gets an update message at once if connected, else when it next connects; a second upgrade before ' +
+      'the first is delivered replaces it. `updates_enabled` is not a precondition.',
+    status: 204,
+    errors: [400, 413, 422],
+  })
+  upgrade(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: UpgradeDto,
+  ) {
+    return this.devices.upgrade(access, product, id, body);
+  }
+}
+
+@ApiTags('Devices (short URL)')
+@ApiParam({ name: 'identifier', description: 'Device identifier (unique across the server)' })
+@Controller('api/devices/:identifier')
+export class DevicesShortController {
+  constructor(private readonly devices: DevicesService) {}
+
+  @Get()
+  @Route('devices.short.show')
+  @ApiOperationDoc({
+    summary: 'Show a device by identifier alone',
+    description: 'Extension of 2.0.0.',
+    data: DeviceView,
+  })
+  show(@CurrentAccess() access: DeviceAccess) {
+    return this.devices.showById(access);
+  }
+
+  @Post('upgrade')
+  @Route('devices.short.upgrade')
+  @ApiOperationDoc({
+    summary: 'Push a firmware to a device (short URL)',
+    description: 'Extension of 2.0.0; same rules as the nested upgrade call.',
+    status: 204,
+    errors: [400, 413, 422],
+  })
+  upgrade(@CurrentAccess() access: DeviceAccess, @Body() body: UpgradeDto) {
+    return this.devices.upgradeById(access, body);
+  }
+
+  @Post('code')
+  @Route('devices.short.code')
+  @ApiOperationDoc({
+    summary: "Run Elixir code in the device's console",
+    description:
+      "Sent to the device's console connection if it is connected (204); 409 when it is not — never silently lost.",
+    status: 204,
+    errors: [400, 409, 413, 422],
+  })
+  code(@CurrentAccess() access: DeviceAccess, @Body() body: ConsoleCodeDto) {
+    return this.devices.sendConsoleCode(access, body);
+  }
+}

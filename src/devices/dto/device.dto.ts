@@ -1,0 +1,97 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { BooleanField, StringField, TagsField } from '../../common/validation/fields';
+import { CONNECTION_STATUSES, type ConnectionStatus } from '../device.entity';
+
+// Printable, no whitespace, no "/", 1–255 characters: usable as a path segment everywhere.
+export const DEVICE_IDENTIFIER_PATTERN = /^[^\s/\p{C}]{1,255}$/u;
+
+export class CreateDeviceDto {
+  @StringField({
+    required: true,
+    max: 255,
+    pattern: {
+      regex: DEVICE_IDENTIFIER_PATTERN,
+      message: 'must be 1-255 printable characters without whitespace or "/"',
+    },
+    doc: { example: 'nerves-4f2a', description: 'Unique across the server' },
+  })
+  identifier: string;
+
+  @StringField({ max: 1024, nullable: true, doc: { example: 'Lab bench unit' } })
+  description?: string | null;
+
+  @TagsField()
+  tags?: string | string[] | null;
+}
+
+export class UpdateDeviceDto {
+  @StringField({ max: 1024, nullable: true, doc: { example: 'Lab bench unit' } })
+  description?: string | null;
+
+  @TagsField()
+  tags?: string | string[] | null;
+
+  @BooleanField({ example: true })
+  updates_enabled?: boolean;
+}
+
+export class UpgradeDto {
+  @StringField({
+    required: true,
+    max: 64,
+    doc: { example: '2b9f7b4c-9a4e-5a4e-8f4e-1c2d3e4f5a6b', description: 'Target firmware UUID' },
+  })
+  uuid: string;
+}
+
+export class ConsoleCodeDto {
+  @StringField({
+    trim: false,
+    doc: { example: 'IO.puts("hello")', description: 'Elixir code for the device console' },
+  })
+  code?: string;
+
+  @StringField({ trim: false, doc: { description: 'Legacy alias of `code`', deprecated: true } })
+  body?: string;
+}
+
+export class FirmwareMetadataView {
+  @ApiProperty({ nullable: true, type: String }) id: string | null;
+  @ApiProperty({ nullable: true, type: String }) uuid: string | null;
+  @ApiProperty({ nullable: true, type: String }) product: string | null;
+  @ApiProperty({ nullable: true, type: String }) platform: string | null;
+  @ApiProperty({ nullable: true, type: String }) architecture: string | null;
+  @ApiProperty({ nullable: true, type: String }) version: string | null;
+  @ApiProperty({ nullable: true, type: String }) author: string | null;
+  @ApiProperty({ nullable: true, type: String }) description: string | null;
+  @ApiProperty({ nullable: true, type: String }) misc: string | null;
+  @ApiProperty({ nullable: true, type: String }) vcs_identifier: string | null;
+  @ApiProperty({ nullable: true, type: String }) fwup_version: string | null;
+}
+
+export class DeploymentGroupView {
+  @ApiProperty() name: string;
+  @ApiProperty() is_active: boolean;
+  @ApiProperty() firmware_uuid: string;
+  @ApiProperty() firmware_version: string;
+}
+
+export class DeviceView {
+  @ApiProperty({ example: 'nerves-4f2a' }) identifier: string;
+  @ApiProperty({ example: 'acme' }) org_name: string;
+  @ApiProperty({ example: 'gateway' }) product_name: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Lab bench unit' }) description: string | null;
+  @ApiProperty({ example: 'beta,lab', description: 'Comma-separated; "" when none' }) tags: string;
+  @ApiProperty({ nullable: true, type: String, example: '1.2.0', description: 'Reported firmware version' })
+  version: string | null;
+  @ApiProperty({ enum: CONNECTION_STATUSES, example: 'not_seen' }) connection_status: ConnectionStatus;
+  @ApiProperty({ example: false, description: 'True exactly when connection_status is connected' })
+  online: boolean;
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-22T03:04:05.123Z' }) last_communication:
+    string | null;
+  @ApiProperty({ example: true }) updates_enabled: boolean;
+  @ApiProperty({ nullable: true, type: String, example: null }) updates_blocked_until: string | null;
+  @ApiProperty({ type: DeploymentGroupView, nullable: true, example: null })
+  deployment_group: DeploymentGroupView | null;
+  @ApiProperty({ type: FirmwareMetadataView, nullable: true }) firmware_metadata: FirmwareMetadataView | null;
+}
