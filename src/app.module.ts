@@ -10,7 +10,10 @@ import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
 import { DevicesModule } from './devices/devices.module';
+import { FirmwareModule } from './firmware/firmware.module';
 import { HealthModule } from './health/health.module';
+import { SigningKeysModule } from './signing-keys/signing-keys.module';
+import { IrohModule } from './iroh/iroh.module';
 import { MembersModule } from './members/members.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
@@ -26,6 +29,9 @@ export const FEATURE_MODULES = [
   ProductsModule,
   ScriptsModule,
   DevicesModule,
+  SigningKeysModule,
+  FirmwareModule,
+  IrohModule,
 ];
 
 @Module({})

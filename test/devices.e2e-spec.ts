@@ -443,3 +443,84 @@ describe('devices', () => {
     });
   });
 });
+
+describe('device totals kept by triggers', () => {
+  let t: TestApp;
+  let admin: TestUser;
+  let org: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    admin = await t.fixtures.user();
+    org = await t.fixtures.org(admin);
+    for (const name of ['one', 'two']) {
+      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+    }
+  });
+  afterAll(() => t.close());
+
+  const total = async (product: string, qs = '') => {
+    const res = await t
+      .http()
+      .get(`/api/orgs/${org}/products/${product}/devices?${qs}`)
+      .set(admin.auth)
+      .expect(200);
+    return res.body.pagination.total_entries as number;
+  };
+  const actual = async (product: string, tag?: string) => {
+    const [{ count }] = await t.db.query(
+      `SELECT count(*)::int AS count FROM devices d JOIN products p ON p.id = d.product_id
+        WHERE p.name = $1 AND ($2::text IS NULL OR d.tags @> ARRAY[$2::text])`,
+      [product, tag ?? null],
+    );
+    return count as number;
+  };
+
+  it('stay exact through API writes, bulk SQL, tag changes, moves and deletes', async () => {
+    const base = `/api/orgs/${org}/products/one/devices`;
+    await t.http().post(base).set(admin.auth).send({ identifier: 'c-1', tags: 'a,b' }).expect(201);
+    await t.http().post(base).set(admin.auth).send({ identifier: 'c-2', tags: 'a' }).expect(201);
+    await t.db.query(
+      `INSERT INTO devices (org_id, product_id, identifier, tags)
+       SELECT p.org_id, p.id, 'bulk-' || i, CASE WHEN i % 2 = 0 THEN ARRAY['a','a'] ELSE '{}' END
+         FROM products p, generate_series(1, 50) i WHERE p.name = 'one' AND p.org_id = (SELECT id FROM orgs WHERE name = $1)`,
+      [org],
+    );
+    await t.http().patch(`${base}/c-1`).set(admin.auth).send({ tags: 'b,c' }).expect(200);
+    await t.db
+      .query(`UPDATE devices SET product_id = (SELECT id FROM products WHERE name = 'two' AND org_id = devices.org_id)
+                       WHERE identifier IN ('bulk-1', 'bulk-2')`);
+    await t.db.query(`UPDATE devices SET last_communication = now() WHERE identifier LIKE 'bulk-%'`);
+    await t.http().delete(`${base}/c-2`).set(admin.auth).expect(204);
+    await t.db.query(`DELETE FROM devices WHERE identifier IN ('bulk-3', 'bulk-4')`);
+
+    for (const product of ['one', 'two']) {
+      expect(await total(product)).toBe(await actual(product));
+      for (const tag of ['a', 'b', 'c', 'zzz']) {
+        expect({ product, tag, total: await total(product, `filters[tags]=${tag}`) }).toEqual({
+          product,
+          tag,
+          total: await actual(product, tag),
+        });
+      }
+    }
+    expect(await total('one')).toBe(47);
+    expect(await total('one', 'filters[tags]=a')).toBe(23);
+  });
+
+  it('concurrent registrations in one product are all counted', async () => {
+    const base = `/api/orgs/${org}/products/two/devices`;
+    const before = await total('two');
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        t
+          .http()
+          .post(base)
+          .set(admin.auth)
+          .send({ identifier: `par-${i}`, tags: 'x,y' })
+          .expect(201),
+      ),
+    );
+    expect(await total('two')).toBe(before + 20);
+    expect(await total('two', 'filters[tags]=y')).toBe(20);
+  });
+});

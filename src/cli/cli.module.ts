@@ -4,6 +4,7 @@ import { AuthModule } from '../auth/auth.module';
 import type { AppConfig } from '../config/config';
 import { MembersModule } from '../members/members.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
 import { CLI_COMMANDS } from './commands';
 
@@ -19,6 +20,7 @@ export class CliModule {
         UsersModule,
         OrgsModule,
         MembersModule,
+        SigningKeysModule,
       ],
       providers: [...CLI_COMMANDS],
     };

@@ -5,6 +5,7 @@ import { isRole } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
 import { MembersService } from '../members/members.service';
 import { OrgsService } from '../orgs/orgs.service';
+import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import { UsersService } from '../users/users.service';
 import { CliCommand, UsageError } from './cli-command';
 
@@ -235,7 +236,54 @@ export class TokensCommand extends CliCommand<object> {
   }
 }
 
+interface KeysAddOptions {
+  org?: string;
+  name?: string;
+  key?: string;
+}
+
+@SubCommand({ name: 'add', description: 'Add a firmware signing key (fwup public key) to an organization' })
+export class KeysAddCommand extends CliCommand<KeysAddOptions> {
+  constructor(private readonly keys: SigningKeysService) {
+    super();
+  }
+
+  protected async execute(o: KeysAddOptions): Promise<void> {
+    const key = await this.keys.createByOrgName(
+      this.required(o.org, '--org'),
+      this.required(o.name, '--name'),
+      this.required(o.key, '--key'),
+    );
+    this.print(`added signing key ${key.name} to ${o.org}`);
+  }
+
+  @Option({ flags: '--org <name>', description: 'Organization name' })
+  parseOrg(value: string): string {
+    return value;
+  }
+  @Option({ flags: '--name <name>', description: 'A name for the key, unique in the organization' })
+  parseName(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--key <base64>',
+    description: 'The fwup public key (44 base64 characters, fwup-key.pub)',
+  })
+  parseKey(value: string): string {
+    return value;
+  }
+}
+
+@Command({ name: 'keys', description: 'Manage firmware signing keys', subCommands: [KeysAddCommand] })
+export class KeysCommand extends CliCommand<object> {
+  protected async execute(): Promise<void> {
+    throw new UsageError('usage: fleethub keys add --org O --name N --key BASE64');
+  }
+}
+
 export const CLI_COMMANDS = [
+  KeysCommand,
+  KeysAddCommand,
   MigrateCommand,
   UsersCommand,
   UsersCreateCommand,

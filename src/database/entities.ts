@@ -1,4 +1,5 @@
 import { AccessToken } from '../auth/access-token.entity';
+import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.entity';
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
 import { PendingUpdate } from '../firmware/pending-update.entity';
@@ -22,4 +23,6 @@ export const ENTITIES = [
   SigningKey,
   PendingUpdate,
   IrohEndpoint,
+  ProductDeviceCount,
+  ProductTagCount,
 ];

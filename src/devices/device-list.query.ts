@@ -164,3 +164,24 @@ export function deviceListSql(
   const orderBy = sort ? `${sort.column} ${dir}${nulls}, d.identifier ${dir}` : `d.identifier ${dir}`;
   return { where: conditions.join(' AND '), orderBy, params };
 }
+
+/**
+ * The statement that counts the list's devices. The unfiltered list and a single-tag filter read the counter
+ * rows the `devices` triggers keep exact (O(1) at any size); other filters count matching rows.
+ */
+export function deviceCountSql(productId: string, q: DeviceListQuery, where: string, params: unknown[]) {
+  const active = Object.entries(q.filters).filter(([, value]) => value !== undefined);
+  if (active.length === 0) {
+    return {
+      sql: `SELECT COALESCE((SELECT total FROM product_device_counts WHERE product_id = $1), 0)::int AS count`,
+      params: [productId],
+    };
+  }
+  if (active.length === 1 && q.filters.tags?.length === 1) {
+    return {
+      sql: `SELECT COALESCE((SELECT total FROM product_tag_counts WHERE product_id = $1 AND tag = $2), 0)::int AS count`,
+      params: [productId, q.filters.tags[0]],
+    };
+  }
+  return { sql: `SELECT count(*)::int AS count FROM devices d WHERE ${where}`, params };
+}

@@ -10,7 +10,7 @@ import { normaliseTags } from '../common/values';
 import { ProductsService } from '../products/products.service';
 import type { Product } from '../products/product.entity';
 import { DeviceConsole, UpdateNotifier } from './device-console';
-import { deviceListSql, parseDeviceListQuery } from './device-list.query';
+import { deviceCountSql, deviceListSql, parseDeviceListQuery } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow, deviceView } from './device-view';
 import { Device } from './device.entity';
 import type {
@@ -62,6 +62,7 @@ export class DevicesService {
     const listQuery = parseDeviceListQuery(query);
     const product = await this.products.findInOrg(access, productName);
     const { where, orderBy, params } = deviceListSql(product.id, listQuery);
+    const countQuery = deviceCountSql(product.id, listQuery, where, params);
     const limit = `$${params.length + 1}`;
     const offset = `$${params.length + 2}`;
     const [rows, [{ count }]] = await Promise.all([
@@ -69,10 +70,7 @@ export class DevicesService {
         `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE ${where} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`,
         [...params, listQuery.page.pageSize, listQuery.page.offset],
       ),
-      this.db.query<{ count: number }[]>(
-        `SELECT count(*)::int AS count FROM devices d WHERE ${where}`,
-        params,
-      ),
+      this.db.query<{ count: number }[]>(countQuery.sql, countQuery.params),
     ]);
     return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, count) };
   }

@@ -1,4 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
@@ -22,7 +25,9 @@ export interface TestApp {
 /** The real application on its own fresh database (cloned from the migrated template). */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'fleethub-test-'));
   const config = loadConfig({
+    FLEETHUB_DATA_DIR: dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     FLEETHUB_SECRET_KEY: 'test-secret-key-test-secret-key-0123456789',
     ...env,
@@ -47,6 +52,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     close: async () => {
       await app.close();
       await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -27,7 +27,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const code = e.code ?? '';
   if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE'].includes(code))
     return true;
-  if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+  if ((code.startsWith('08') && code !== '08P01') || code === '57P01' || code === '57P02' || code === '57P03')
+    return true;
   const message = typeof e.message === 'string' ? e.message : '';
   return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)/i.test(
     message,

@@ -1,0 +1,441 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { OrgAccess } from '../common/auth/actor';
+import { DomainError } from '../common/errors/domain-error';
+import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
+import { Created, pathSegment } from '../common/http/created';
+import { type PaginationView, paginationView } from '../common/http/pagination';
+import { isoOrNull } from '../common/values';
+import { isPlainObject } from '../common/validation/validation.pipe';
+import { normaliseEmail } from '../users/users.errors';
+import type { CreateIrohEndpointDto } from './dto/create-iroh-endpoint.dto';
+import type {
+  IdentityReason,
+  IdentityReportResult,
+  ReportedIdentity,
+  ReportingDevice,
+} from './dto/device-identity';
+import type { IrohEndpointView, IrohOwnerType } from './dto/iroh-endpoint.view';
+import {
+  checkDetails,
+  checkInstance,
+  DEFAULT_INSTANCE,
+  IROH_SERVICE,
+  normaliseEndpointId,
+} from './dto/iroh-fields';
+import type { IrohListQuery } from './dto/list-iroh-endpoints.query';
+import type { IrohSource } from './iroh-endpoint.entity';
+
+export const ALREADY_REGISTERED = 'That endpoint id is already registered.';
+export const NOT_A_MEMBER = 'does not belong to a member of this organization';
+
+/** NervesHub processes at most this many entries of one report; the rest are skipped. */
+export const MAX_REPORTED_IDENTITIES = 10;
+/** A report that loses a race (unique violation, deadlock) is re-read and decided again, at most this often. */
+const REPORT_ATTEMPTS = 3;
+
+/** One endpoint with what holds it, as the record queries select it. */
+interface EndpointRow {
+  identifier: string;
+  service: string;
+  instance: string;
+  details: Record<string, unknown>;
+  source: IrohSource;
+  device_id: string | null;
+  user_id: string | null;
+  device_identifier: string | null;
+  user_email: string | null;
+  user_name: string | null;
+  last_reported_at: Date | null;
+  inserted_at: Date;
+  updated_at: Date;
+}
+
+/** The columns of EndpointRow, for `FROM iroh_endpoints e LEFT JOIN devices d ... LEFT JOIN users u ...`. */
+const RECORD_COLUMNS = `e.identifier, e.service, e.instance, e.details, e.source, e.device_id, e.user_id,
+  d.identifier AS device_identifier, u.email AS user_email, u.name AS user_name,
+  e.last_reported_at, e.inserted_at, e.updated_at`;
+
+const OWNER_JOINS = `LEFT JOIN devices d ON d.id = e.device_id LEFT JOIN users u ON u.id = e.user_id`;
+
+/** Newest first; ties by identifier, so that pages never overlap (served by the (org_id, inserted_at, identifier) index). */
+const NEWEST_FIRST = `ORDER BY e.inserted_at DESC, e.identifier DESC`;
+
+const OWNER_CONDITIONS: Record<IrohOwnerType, string> = {
+  device: 'e.device_id IS NOT NULL',
+  user: 'e.device_id IS NULL AND e.user_id IS NOT NULL',
+  none: 'e.device_id IS NULL AND e.user_id IS NULL',
+};
+
+/** The row currently holding a key, locked while a report is decided. */
+interface HolderRow {
+  id: string;
+  org_id: string;
+  service: string;
+  instance: string;
+  device_id: string | null;
+  user_id: string | null;
+}
+
+/** A report entry that passed the checks. */
+interface CheckedIdentity {
+  identifier: string;
+  instance: string;
+  details: Record<string, unknown>;
+}
+
+function ownerType(row: Pick<EndpointRow, 'device_id' | 'user_id'>): IrohOwnerType {
+  if (row.device_id !== null) return 'device';
+  return row.user_id !== null ? 'user' : 'none';
+}
+
+function toView(row: EndpointRow): IrohEndpointView {
+  const type = ownerType(row);
+  return {
+    identifier: row.identifier,
+    service: row.service,
+    instance: row.instance,
+    details: row.details,
+    source: row.source,
+    owner: {
+      type,
+      device_identifier: type === 'device' ? row.device_identifier : null,
+      user_email: type === 'user' ? row.user_email : null,
+      user_name: type === 'user' ? row.user_name : null,
+    },
+    last_reported_at: isoOrNull(row.last_reported_at),
+    inserted_at: row.inserted_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** `term` as a LIKE pattern that matches it literally (the default escape character is `\`). */
+function likeLiteral(term: string): string {
+  return term.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+function sqlState(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const driverError = (err as { driverError?: unknown }).driverError ?? err;
+  const code = (driverError as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** A transaction that lost a race and may be decided again: unique violation, deadlock, serialization failure. */
+function isRetryable(err: unknown): boolean {
+  return isUniqueViolation(err) || sqlState(err) === '40P01' || sqlState(err) === '40001';
+}
+
+@Injectable()
+export class IrohService {
+  private readonly logger = new Logger(IrohService.name);
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Registers an endpoint by hand (source `operator`), held by the organization or by one of its members.
+   * The unique constraint on `identifier` decides a key registered anywhere (409), so concurrent creates of
+   * one key give exactly one success.
+   */
+  async create(access: OrgAccess, dto: CreateIrohEndpointDto): Promise<Created<{ data: IrohEndpointView }>> {
+    const identifier = normaliseEndpointId(dto.identifier)!;
+    const userId = dto.user_email ? await this.memberId(access.orgId, dto.user_email) : null;
+    let rows: EndpointRow[];
+    try {
+      rows = await this.db.query(
+        `WITH e AS (
+           INSERT INTO iroh_endpoints (org_id, identifier, service, instance, details, source, user_id)
+           VALUES ($1, $2, $3, $4, $5, 'operator', $6)
+           RETURNING *
+         )
+         SELECT ${RECORD_COLUMNS} FROM e ${OWNER_JOINS}`,
+        [access.orgId, identifier, IROH_SERVICE, dto.instance ?? DEFAULT_INSTANCE, dto.details ?? {}, userId],
+      );
+    } catch (err) {
+      if (isUniqueViolation(err)) throw DomainError.conflict(ALREADY_REGISTERED);
+      // The member's account was deleted between the lookup and the insert.
+      if (isForeignKeyViolation(err) && userId !== null)
+        throw DomainError.invalidField('user_email', NOT_A_MEMBER);
+      throw err;
+    }
+    return new Created(`/api/orgs/${pathSegment(access.orgName)}/iroh_endpoints/${identifier}`, {
+      data: toView(rows[0]),
+    });
+  }
+
+  /** The org's iroh endpoints, newest first, narrowed by `owner` and `search`; paginated when asked. */
+  async list(
+    access: OrgAccess,
+    query: IrohListQuery,
+  ): Promise<{ data: IrohEndpointView[]; pagination?: PaginationView }> {
+    const params: unknown[] = [access.orgId, IROH_SERVICE];
+    const conditions = ['e.org_id = $1', 'e.service = $2'];
+    if (query.owner) conditions.push(OWNER_CONDITIONS[query.owner]);
+    if (query.search !== null) conditions.push(this.searchCondition(query.search, query.owner, params));
+    const where = conditions.join(' AND ');
+
+    if (!query.page) {
+      const rows: EndpointRow[] = await this.db.query(
+        `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${NEWEST_FIRST}`,
+        params,
+      );
+      return { data: rows.map(toView) };
+    }
+    const [rows, total] = await Promise.all([
+      this.db.query<EndpointRow[]>(
+        `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${NEWEST_FIRST}
+          LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        [...params, query.page.pageSize, query.page.offset],
+      ),
+      this.count(where, params),
+    ]);
+    return { data: rows.map(toView), pagination: paginationView(query.page, total) };
+  }
+
+  async show(access: OrgAccess, rawIdentifier: string): Promise<{ data: IrohEndpointView }> {
+    const identifier = normaliseEndpointId(rawIdentifier);
+    if (identifier === null) throw DomainError.notFound();
+    const rows: EndpointRow[] = await this.db.query(
+      `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS}
+        WHERE e.org_id = $1 AND e.service = $2 AND e.identifier = $3`,
+      [access.orgId, IROH_SERVICE, identifier],
+    );
+    if (!rows[0]) throw DomainError.notFound();
+    return { data: toView(rows[0]) };
+  }
+
+  /** Removes the endpoint. A device-reported one comes back the next time the device reports it. */
+  async remove(access: OrgAccess, rawIdentifier: string): Promise<void> {
+    const identifier = normaliseEndpointId(rawIdentifier);
+    if (identifier === null) throw DomainError.notFound();
+    const [, deleted]: [unknown, number] = await this.db.query(
+      `DELETE FROM iroh_endpoints WHERE org_id = $1 AND service = $2 AND identifier = $3`,
+      [access.orgId, IROH_SERVICE, identifier],
+    );
+    if (deleted === 0) throw DomainError.notFound();
+  }
+
+  /**
+   * Applies a device's report of the iroh endpoints it holds (contract §7, the claim rules): the device
+   * proved these keys by reporting them over its own authenticated connection. Each entry is decided in its
+   * own transaction, on the locked row holding the key; the unique constraints settle races, after which the
+   * entry is decided again on what won.
+   * - nobody holds the key: a row for the device (replacing its previous key for that instance) → `created`;
+   * - the device already holds it under that instance: details and last_reported_at refreshed → `updated`;
+   * - an unowned operator row of the device's own organization: the device takes it over, and any other key
+   *   it held for that instance is removed → `claimed`;
+   * - held by a member, another device, another organization, or this device under another instance:
+   *   nothing changes and a warning is logged → `refused`.
+   * Entries that are not valid (endpoint id, instance, details) are `skipped`.
+   */
+  async reportDeviceIdentities(
+    device: ReportingDevice,
+    identities: readonly ReportedIdentity[],
+  ): Promise<IdentityReportResult[]> {
+    const results: IdentityReportResult[] = [];
+    const entries: unknown[] = Array.isArray(identities) ? identities : [];
+    for (const [index, entry] of entries.entries()) {
+      const checked = this.checkReported(entry);
+      if ('outcome' in checked) {
+        results.push(checked);
+      } else if (index >= MAX_REPORTED_IDENTITIES) {
+        results.push({ ...this.described(checked), outcome: 'skipped', reason: 'too_many_identities' });
+      } else {
+        results.push(await this.decideReport(device, checked));
+      }
+    }
+    return results;
+  }
+
+  private async memberId(orgId: string, email: string): Promise<string> {
+    const rows: { user_id: string }[] = await this.db.query(
+      `SELECT m.user_id FROM org_memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.org_id = $1 AND u.email = $2`,
+      [orgId, normaliseEmail(email)],
+    );
+    if (!rows[0]) throw DomainError.invalidField('user_email', NOT_A_MEMBER);
+    return rows[0].user_id;
+  }
+
+  /**
+   * `e.id IN (...)`: the union of three index-backed lookups, each restricted to the organization: a prefix
+   * of the endpoint id (the "C"-collated unique b-tree), a substring of the holding device's identifier and of
+   * the holding member's name (pg_trgm GIN indexes). Lookups that cannot match under `owner` are left out.
+   */
+  private searchCondition(term: string, owner: IrohOwnerType | null, params: unknown[]): string {
+    const branches: string[] = [];
+    const prefix = term.toLowerCase();
+    // Endpoint ids are lower-case hex: another term cannot be the start of one.
+    if (/^[0-9a-f]+$/.test(prefix)) {
+      params.push(`${likeLiteral(prefix)}%`);
+      branches.push(
+        `SELECT e.id FROM iroh_endpoints e WHERE e.org_id = $1 AND e.identifier LIKE $${params.length}`,
+      );
+    }
+    // Only endpoints held by a device or a member have a holder's identifier or name to match.
+    if (owner === 'none') return branches.length === 0 ? 'false' : `e.id IN (${branches[0]})`;
+    params.push(`%${likeLiteral(term)}%`);
+    const substring = `$${params.length}`;
+    if (owner === null || owner === 'device') {
+      branches.push(
+        `SELECT e.id FROM devices d JOIN iroh_endpoints e ON e.device_id = d.id
+          WHERE d.org_id = $1 AND e.org_id = $1 AND d.identifier ILIKE ${substring}`,
+      );
+    }
+    if (owner === null || owner === 'user') {
+      branches.push(
+        `SELECT e.id FROM users u JOIN iroh_endpoints e ON e.user_id = u.id
+          WHERE e.org_id = $1 AND e.device_id IS NULL AND u.name ILIKE ${substring}`,
+      );
+    }
+    return `e.id IN (${branches.join(' UNION ')})`;
+  }
+
+  private async count(where: string, params: unknown[]): Promise<number> {
+    const [{ total }]: { total: number }[] = await this.db.query(
+      `SELECT count(*)::int AS total FROM iroh_endpoints e WHERE ${where}`,
+      params,
+    );
+    return total;
+  }
+
+  /** A report entry with a valid endpoint id, instance and details, or the reason it is skipped. */
+  private checkReported(entry: unknown): CheckedIdentity | IdentityReportResult {
+    const raw = isPlainObject(entry) ? entry : {};
+    const identifier = normaliseEndpointId(raw.identifier);
+    const skipped = (reason: IdentityReason): IdentityReportResult => ({
+      identifier: identifier ?? (typeof raw.identifier === 'string' ? raw.identifier : null),
+      instance: typeof raw.instance === 'string' ? raw.instance : null,
+      outcome: 'skipped',
+      reason,
+    });
+    if (identifier === null) return skipped('invalid_identifier');
+    // Devices are held to the API's rules, except that a blank instance means the default one.
+    let instance = DEFAULT_INSTANCE;
+    if (raw.instance !== undefined && raw.instance !== null) {
+      if (typeof raw.instance !== 'string') return skipped('invalid_instance');
+      const trimmed = raw.instance.trim();
+      if (trimmed !== '') {
+        if (checkInstance(trimmed) !== null) return skipped('invalid_instance');
+        instance = trimmed;
+      }
+    }
+    if (checkDetails(raw.details) !== null) return skipped('invalid_details');
+    const details = isPlainObject(raw.details) ? raw.details : {};
+    return { identifier, instance, details };
+  }
+
+  private described(identity: CheckedIdentity): Pick<IdentityReportResult, 'identifier' | 'instance'> {
+    return { identifier: identity.identifier, instance: identity.instance };
+  }
+
+  private async decideReport(
+    device: ReportingDevice,
+    identity: CheckedIdentity,
+  ): Promise<IdentityReportResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.db.transaction((tx) => this.applyReport(tx, device, identity));
+        if (result.outcome === 'refused') {
+          this.logger.warn(
+            {
+              device: device.identifier,
+              orgId: device.orgId,
+              endpointId: identity.identifier,
+              instance: identity.instance,
+              reason: result.reason,
+            },
+            'iroh endpoint report refused',
+          );
+        }
+        return result;
+      } catch (err) {
+        if (isRetryable(err) && attempt < REPORT_ATTEMPTS) continue;
+        if (isForeignKeyViolation(err)) {
+          return { ...this.described(identity), outcome: 'refused', reason: 'device_not_found' };
+        }
+        throw err;
+      }
+    }
+  }
+
+  private async applyReport(
+    tx: EntityManager,
+    device: ReportingDevice,
+    identity: CheckedIdentity,
+  ): Promise<IdentityReportResult> {
+    const described = this.described(identity);
+    const [holder]: HolderRow[] = await tx.query(
+      `SELECT id, org_id, service, instance, device_id, user_id FROM iroh_endpoints
+        WHERE identifier = $1 FOR UPDATE`,
+      [identity.identifier],
+    );
+
+    if (!holder) {
+      await this.dropDeviceInstance(tx, device, identity.instance, identity.identifier);
+      await tx.query(
+        `INSERT INTO iroh_endpoints
+           (org_id, identifier, service, instance, details, source, device_id, last_reported_at)
+         VALUES ($1, $2, $3, $4, $5, 'device_reported', $6, now())`,
+        [device.orgId, identity.identifier, IROH_SERVICE, identity.instance, identity.details, device.id],
+      );
+      return { ...described, outcome: 'created' };
+    }
+
+    const refusal = this.refusal(holder, device, identity);
+    if (refusal) return { ...described, outcome: 'refused', reason: refusal };
+
+    if (holder.device_id === device.id) {
+      await tx.query(
+        `UPDATE iroh_endpoints SET details = $2, last_reported_at = now(), updated_at = now() WHERE id = $1`,
+        [holder.id, identity.details],
+      );
+      return { ...described, outcome: 'updated' };
+    }
+
+    // An unowned operator row of the device's organization: the device proves the key and takes it over.
+    await this.dropDeviceInstance(tx, device, identity.instance, identity.identifier);
+    await tx.query(
+      `UPDATE iroh_endpoints
+          SET device_id = $2, source = 'device_reported', instance = $3, details = $4,
+              last_reported_at = now(), updated_at = now()
+        WHERE id = $1`,
+      [holder.id, device.id, identity.instance, identity.details],
+    );
+    return { ...described, outcome: 'claimed' };
+  }
+
+  /** Why the device may not have the key `holder` holds, or null when it may (its own row, or a claim). */
+  private refusal(
+    holder: HolderRow,
+    device: ReportingDevice,
+    identity: CheckedIdentity,
+  ): IdentityReason | null {
+    if (holder.org_id !== device.orgId) return 'held_by_another_organization';
+    if (holder.service !== IROH_SERVICE) return 'held_by_another_service';
+    if (holder.device_id === device.id) {
+      return holder.instance === identity.instance ? null : 'held_under_another_instance';
+    }
+    if (holder.device_id !== null) return 'held_by_another_device';
+    if (holder.user_id !== null) return 'held_by_member';
+    return null;
+  }
+
+  /**
+   * Removes the key the device held for `instance`, other than `identifier` (a device has one key per
+   * instance). Sparing `identifier` matters: a concurrent report of the same key that committed first is then
+   * found by the unique constraint and decided again, rather than deleted and re-created.
+   */
+  private async dropDeviceInstance(
+    tx: EntityManager,
+    device: ReportingDevice,
+    instance: string,
+    identifier: string,
+  ): Promise<void> {
+    await tx.query(
+      `DELETE FROM iroh_endpoints WHERE device_id = $1 AND service = $2 AND instance = $3 AND identifier <> $4`,
+      [device.id, IROH_SERVICE, instance, identifier],
+    );
+  }
+}

@@ -1,0 +1,86 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { createTestApp, type TestApp } from './support/test-app';
+import type { TestUser } from './support/fixtures';
+
+const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+
+function fwupPublicKey(): string {
+  const { publicKey } = generateKeyPairSync('ed25519');
+  return publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+}
+
+describe('signing keys', () => {
+  let t: TestApp;
+  let admin: TestUser;
+  let org: string;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    admin = await t.fixtures.user();
+    org = await t.fixtures.org(admin);
+    base = `/api/orgs/${org}/keys`;
+  });
+  afterAll(() => t.close());
+
+  it('adds (201), lists and deletes (204) a key', async () => {
+    const key = fwupPublicKey();
+    const res = await t.http().post(base).set(admin.auth).send({ name: 'release', key }).expect(201);
+    expect(res.body).toEqual({ data: { name: 'release', key, inserted_at: expect.stringMatching(/Z$/) } });
+    const list = await t.http().get(base).set(admin.auth).expect(200);
+    expect(list.body).toEqual({ data: [res.body.data] });
+    await t.http().delete(`${base}/release`).set(admin.auth).expect(204);
+    await t.http().delete(`${base}/release`).set(admin.auth).expect(404, NOT_FOUND);
+    await t.http().get(base).set(admin.auth).expect(200, { data: [] });
+  });
+
+  it.each([
+    ['not base64 at all', 'not a key!'],
+    ['31 bytes', Buffer.alloc(31, 1).toString('base64')],
+    ['33 bytes', Buffer.alloc(33, 1).toString('base64')],
+    ['unpadded', Buffer.alloc(32, 1).toString('base64').replace(/=$/, '')],
+    ['a PEM key', '-----BEGIN PUBLIC KEY-----'],
+  ])('422 naming key for %s', async (_label, key) => {
+    const res = await t.http().post(base).set(admin.auth).send({ name: 'bad', key }).expect(422);
+    expect(res.body).toEqual({
+      errors: { key: ['must be a base64 ed25519 public key (32 bytes, 44 characters)'] },
+    });
+  });
+
+  it('422 naming name for a duplicate or a blank name', async () => {
+    await t.http().post(base).set(admin.auth).send({ name: 'dup', key: fwupPublicKey() }).expect(201);
+    const dup = await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ name: 'dup', key: fwupPublicKey() })
+      .expect(422);
+    expect(dup.body).toEqual({ errors: { name: ['has already been taken'] } });
+    const blank = await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ name: ' ', key: fwupPublicKey() })
+      .expect(422);
+    expect(blank.body).toEqual({ errors: { name: ["can't be blank"] } });
+  });
+
+  it('roles: view lists, manage cannot add or delete, outsiders 404', async () => {
+    const [viewer, manager, outsider] = await Promise.all([
+      t.fixtures.user(),
+      t.fixtures.user(),
+      t.fixtures.user(),
+    ]);
+    await t.fixtures.addMember(org, viewer, 'view');
+    await t.fixtures.addMember(org, manager, 'manage');
+    await t.http().post(base).set(admin.auth).send({ name: 'roles', key: fwupPublicKey() }).expect(201);
+    await t.http().get(base).set(viewer.auth).expect(200);
+    await t
+      .http()
+      .post(base)
+      .set(manager.auth)
+      .send({ name: 'm', key: fwupPublicKey() })
+      .expect(403, NOT_FOUND);
+    await t.http().delete(`${base}/roles`).set(manager.auth).expect(403, NOT_FOUND);
+    await t.http().get(base).set(outsider.auth).expect(404, NOT_FOUND);
+  });
+});
