@@ -1,0 +1,139 @@
+import busboy from 'busboy';
+import { createHash, type Hash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DomainError } from '../common/errors/domain-error';
+import { ErrorCode } from '../common/errors/error-codes';
+
+const CHUNK_BYTES = 1024 * 1024;
+
+export interface ReceivedFile {
+  path: string;
+  size: number;
+  /** Lower-case hex SHA-256 of the whole file and of each 1 MiB chunk. */
+  sha256: string;
+  chunkSha256: string[];
+}
+
+/** Hashes bytes as they pass: the whole stream and each 1 MiB chunk. */
+class HashingStream extends Transform {
+  readonly whole: Hash = createHash('sha256');
+  readonly chunks: string[] = [];
+  size = 0;
+  private chunk: Hash = createHash('sha256');
+  private inChunk = 0;
+
+  override _transform(data: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.whole.update(data);
+    this.size += data.length;
+    let offset = 0;
+    while (offset < data.length) {
+      const take = Math.min(CHUNK_BYTES - this.inChunk, data.length - offset);
+      this.chunk.update(data.subarray(offset, offset + take));
+      this.inChunk += take;
+      offset += take;
+      if (this.inChunk === CHUNK_BYTES) {
+        this.chunks.push(this.chunk.digest('hex'));
+        this.chunk = createHash('sha256');
+        this.inChunk = 0;
+      }
+    }
+    done(null, data);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.inChunk > 0) this.chunks.push(this.chunk.digest('hex'));
+    done();
+  }
+}
+
+const tooLarge = (maxBytes: number) =>
+  new DomainError(ErrorCode.PAYLOAD_TOO_LARGE, `firmware is larger than the limit of ${maxBytes} bytes`);
+
+/**
+ * Streams the multipart field `firmware` to `targetPath`, hashing on the way, never holding the file in
+ * memory. Other fields are ignored. The target is removed on every failure.
+ */
+export async function receiveFirmwareUpload(
+  request: IncomingMessage,
+  targetPath: string,
+  maxBytes: number,
+): Promise<ReceivedFile> {
+  const type = request.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data/i.test(type)) {
+    throw DomainError.invalidField(
+      'firmware',
+      'must be uploaded as multipart/form-data in the field "firmware"',
+    );
+  }
+  // Far over the limit: refuse before reading. Slightly over: read and discard, so the client sees the 413.
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > 2 * maxBytes + 1024 * 1024) {
+    request.resume();
+    throw tooLarge(maxBytes);
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: request.headers,
+      limits: { files: 1, fileSize: maxBytes, fields: 20, parts: 30 },
+    });
+  } catch {
+    throw DomainError.badRequest('malformed multipart body');
+  }
+
+  return new Promise<ReceivedFile>((resolve, reject) => {
+    let settled = false;
+    let fileWork: Promise<ReceivedFile> | null = null;
+    const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      request.unpipe(parser);
+      request.resume();
+      void rm(targetPath, { force: true }).finally(() =>
+        reject(err instanceof Error ? err : new Error(String(err))),
+      );
+    };
+
+    parser.on('file', (field, stream) => {
+      if (field !== 'firmware' || fileWork) {
+        stream.resume();
+        return;
+      }
+      const hashing = new HashingStream();
+      let truncated = false;
+      stream.on('limit', () => {
+        truncated = true;
+      });
+      fileWork = pipeline(stream, hashing, createWriteStream(targetPath)).then(() => {
+        if (truncated) throw tooLarge(maxBytes);
+        return {
+          path: targetPath,
+          size: hashing.size,
+          sha256: hashing.whole.digest('hex'),
+          chunkSha256: hashing.chunks,
+        };
+      });
+      fileWork.catch(fail);
+    });
+    parser.on('error', () => fail(DomainError.badRequest('malformed multipart body')));
+    parser.on('partsLimit', () => fail(DomainError.badRequest('too many multipart parts')));
+    parser.on('close', () => {
+      if (settled) return;
+      if (!fileWork) {
+        fail(DomainError.invalidField('firmware', "can't be blank"));
+        return;
+      }
+      fileWork.then((file) => {
+        if (settled) return;
+        settled = true;
+        resolve(file);
+      }, fail);
+    });
+    request.on('aborted', () => fail(DomainError.badRequest('upload aborted')));
+    request.pipe(parser);
+  });
+}

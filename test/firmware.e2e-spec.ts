@@ -1,0 +1,322 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { computeMetaUuid } from '../src/firmware/fwup';
+import { buildFw, type BuildFwOptions, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
+import type { TestUser } from './support/fixtures';
+import { createTestApp, type TestApp } from './support/test-app';
+
+const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+
+describe('firmware', () => {
+  let t: TestApp;
+  let admin: TestUser;
+  let org: string;
+  let key: FwupKeyPair;
+  let dir: string;
+  let counter = 0;
+  beforeAll(async () => {
+    t = await createTestApp();
+    admin = await t.fixtures.user();
+    org = await t.fixtures.org(admin);
+    key = generateFwupKeyPair();
+    await t
+      .http()
+      .post(`/api/orgs/${org}/keys`)
+      .set(admin.auth)
+      .send({ name: 'release', key: key.publicKey })
+      .expect(201);
+    dir = await mkdtemp(join(tmpdir(), 'fleethub-fw-'));
+  });
+  afterAll(async () => {
+    await t.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function product(name = `p${++counter}`) {
+    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+    return { name, base: `/api/orgs/${org}/products/${name}/firmwares` };
+  }
+
+  async function fw(productName: string, options: BuildFwOptions = {}) {
+    const path = join(dir, `fw-${++counter}.fw`);
+    return buildFw(path, {
+      signWith: key.privateKey,
+      ...options,
+      meta: { product: productName, version: '1.0.0', ...options.meta },
+    });
+  }
+
+  const upload = (base: string, path: string, who = admin, field = 'firmware') =>
+    t.http().post(base).set(who.auth).attach(field, path);
+
+  it('accepts a signed fwup archive: 201, Location, the six fields, uuid as fwup computes it', async () => {
+    const { name, base } = await product();
+    const built = await fw(name, { meta: { version: '1.2.3', author: 'Team' } });
+    const res = await upload(base, built.path).expect(201);
+    const uuid = computeMetaUuid(built.metaConf);
+    expect(res.body).toEqual({
+      data: {
+        uuid,
+        product: name,
+        platform: 'rpi4',
+        architecture: 'aarch64',
+        version: '1.2.3',
+        author: 'Team',
+      },
+    });
+    expect(res.headers.location).toBe(`${base}/${uuid}`);
+    const shown = await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(200);
+    expect(shown.body.data).toEqual({
+      ...res.body.data,
+      size: built.size,
+      inserted_at: expect.stringMatching(/Z$/),
+    });
+    const [row] = await t.db.query(
+      `SELECT sha256, chunk_sha256, size, signed_with FROM firmwares WHERE uuid = $1`,
+      [uuid],
+    );
+    const bytes = await readFile(built.path);
+    expect(row.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(row.chunk_sha256).toHaveLength(Math.ceil(bytes.length / (1024 * 1024)));
+    expect(Number(row.size)).toBe(bytes.length);
+    expect(row.signed_with).toBe('release');
+    const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
+    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toHaveLength(1);
+  });
+
+  it('records per-MiB checksums of a multi-MiB file', async () => {
+    const { name, base } = await product();
+    const built = await fw(name, {
+      resources: [{ name: 'rootfs.img', size: 3 * 1024 * 1024 + 5, compress: false }],
+    });
+    const res = await upload(base, built.path).expect(201);
+    const [row] = await t.db.query(`SELECT chunk_sha256 FROM firmwares WHERE uuid = $1`, [
+      res.body.data.uuid,
+    ]);
+    const bytes = await readFile(built.path);
+    const expected = [];
+    for (let offset = 0; offset < bytes.length; offset += 1024 * 1024) {
+      expected.push(
+        createHash('sha256')
+          .update(bytes.subarray(offset, offset + 1024 * 1024))
+          .digest('hex'),
+      );
+    }
+    expect(row.chunk_sha256).toEqual(expected);
+  });
+
+  it('lists newest semantic version first; pre-releases below their release; ties by newest upload', async () => {
+    const { name, base } = await product();
+    await t
+      .http()
+      .patch(`/api/orgs/${org}/products/${name}`)
+      .set(admin.auth)
+      .send({ require_unique_firmware_version: false });
+    for (const [version, misc] of [
+      ['1.10.0', 'a'],
+      ['1.2.0', 'b'],
+      ['1.10.0-rc.1', 'c'],
+      ['2.0.0-alpha', 'd'],
+      ['1.10.0', 'e'],
+      ['1.10.0-rc.10', 'f'],
+      ['1.10.0-rc.2', 'g'],
+    ]) {
+      await upload(base, (await fw(name, { meta: { version, misc } })).path).expect(201);
+    }
+    const res = await t.http().get(base).set(admin.auth).expect(200);
+    expect(res.body.data.map((f: { version: string }) => f.version)).toEqual([
+      '2.0.0-alpha',
+      '1.10.0',
+      '1.10.0',
+      '1.10.0-rc.10',
+      '1.10.0-rc.2',
+      '1.10.0-rc.1',
+      '1.2.0',
+    ]);
+    expect(Object.keys(res.body.data[0]).sort()).toEqual([
+      'architecture',
+      'author',
+      'platform',
+      'product',
+      'uuid',
+      'version',
+    ]);
+    const [newer, older] = res.body.data.slice(1, 3).map((f: { uuid: string }) => f.uuid);
+    const rows = await t.db.query(`SELECT uuid, misc FROM firmwares WHERE uuid = ANY($1::uuid[])`, [
+      [newer, older],
+    ]);
+    expect(rows.find((r: { uuid: string }) => r.uuid === newer).misc).toBe('e');
+  });
+
+  describe('refusals (422, nothing stored)', () => {
+    const expectRefused = async (base: string, path: string, field: string, message: RegExp | string) => {
+      const before = await t.db.query(`SELECT count(*)::int AS n FROM firmwares`);
+      const res = await upload(base, path).expect(422);
+      expect(Object.keys(res.body.errors)).toEqual([field]);
+      expect(res.body.errors[field]).toEqual([expect.stringMatching(message)]);
+      const after = await t.db.query(`SELECT count(*)::int AS n FROM firmwares`);
+      expect(after[0].n).toBe(before[0].n);
+      const tmp = await readdir(join(t.config.dataDir, 'firmware', '.tmp')).catch(() => []);
+      expect(tmp).toEqual([]);
+    };
+
+    it.each([
+      ['wrong-signature', /signature/],
+      ['not-a-zip', /zip/],
+      ['truncated', /./],
+      ['no-meta-conf', /meta\.conf/],
+    ] as const)('tampered archive: %s', async (tamper, message) => {
+      const { name, base } = await product();
+      await expectRefused(base, (await fw(name, { tamper })).path, 'firmware', message);
+    });
+
+    it('an unsigned archive', async () => {
+      const { name, base } = await product();
+      await expectRefused(base, (await fw(name, { signWith: undefined })).path, 'firmware', /not signed/);
+    });
+
+    it('signed with a key the organization does not have', async () => {
+      const { name, base } = await product();
+      const stranger = generateFwupKeyPair();
+      await expectRefused(
+        base,
+        (await fw(name, { signWith: stranger.privateKey })).path,
+        'firmware',
+        /signing keys/,
+      );
+    });
+
+    it('built for another product', async () => {
+      const { base } = await product();
+      await expectRefused(
+        base,
+        (await fw('someone-else')).path,
+        'firmware',
+        /built for the product "someone-else"/,
+      );
+    });
+
+    it('a version that is not semver', async () => {
+      const { name, base } = await product();
+      await expectRefused(
+        base,
+        (await fw(name, { meta: { version: 'v1.0' } })).path,
+        'version',
+        /semantic version/,
+      );
+    });
+
+    it('a meta value longer than the database keeps', async () => {
+      const { name, base } = await product();
+      const built = await fw(name, { meta: { author: 'a'.repeat(300) } });
+      await expectRefused(base, built.path, 'firmware', /meta-author is longer than 255/);
+    });
+
+    it('missing meta-platform', async () => {
+      const { name, base } = await product();
+      await expectRefused(
+        base,
+        (await fw(name, { meta: { platform: null } })).path,
+        'firmware',
+        /meta-platform/,
+      );
+    });
+
+    it('the same archive twice (uuid), and the same version twice when versions must be unique', async () => {
+      const { name, base } = await product();
+      const built = await fw(name);
+      await upload(base, built.path).expect(201);
+      await expectRefused(base, built.path, 'uuid', 'has already been taken');
+      await expectRefused(
+        base,
+        (await fw(name, { meta: { misc: 'other build' } })).path,
+        'version',
+        'has already been taken',
+      );
+    });
+
+    it('fwup not among the product’s allowed update tools', async () => {
+      const { name, base } = await product();
+      await t
+        .http()
+        .patch(`/api/orgs/${org}/products/${name}`)
+        .set(admin.auth)
+        .send({ allowed_update_tools: ['atomvm'] })
+        .expect(200);
+      await expectRefused(base, (await fw(name)).path, 'firmware', /does not accept fwup/);
+    });
+
+    it('no file, or the file in another field', async () => {
+      const { name, base } = await product();
+      const built = await fw(name);
+      const res = await upload(base, built.path, admin, 'file').expect(422);
+      expect(res.body).toEqual({ errors: { firmware: ["can't be blank"] } });
+      const json = await t.http().post(base).set(admin.auth).send({ firmware: 'x' }).expect(422);
+      expect(Object.keys(json.body.errors)).toEqual(['firmware']);
+    });
+
+    it('a file over the configured limit: 413', async () => {
+      const small = await createTestApp({ FLEETHUB_FIRMWARE_MAX_MIB: '1' });
+      try {
+        const owner = await small.fixtures.user();
+        const smallOrg = await small.fixtures.org(owner);
+        await small
+          .http()
+          .post(`/api/orgs/${smallOrg}/products`)
+          .set(owner.auth)
+          .send({ name: 'p' })
+          .expect(201);
+        const big = join(dir, 'big.bin');
+        await writeFile(big, Buffer.alloc(2 * 1024 * 1024, 7));
+        const res = await small
+          .http()
+          .post(`/api/orgs/${smallOrg}/products/p/firmwares`)
+          .set(owner.auth)
+          .attach('firmware', big);
+        expect(res.status).toBe(413);
+        expect(res.body).toEqual({ errors: { detail: expect.stringContaining('limit') } });
+      } finally {
+        await small.close();
+      }
+    });
+  });
+
+  it('delete: 204, file removed; 409 while a pending update targets it', async () => {
+    const { name, base } = await product();
+    const res = await upload(base, (await fw(name)).path).expect(201);
+    const uuid = res.body.data.uuid;
+    await t
+      .http()
+      .post(`/api/orgs/${org}/products/${name}/devices`)
+      .set(admin.auth)
+      .send({ identifier: `d-${name}` })
+      .expect(201);
+    await t
+      .http()
+      .post(`/api/orgs/${org}/products/${name}/devices/d-${name}/upgrade`)
+      .set(admin.auth)
+      .send({ uuid })
+      .expect(204);
+    const conflict = await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(409);
+    expect(conflict.body).toEqual({ errors: { detail: expect.stringContaining('pending') } });
+    await t.db.query(`DELETE FROM pending_updates`);
+    await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
+    await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
+    const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
+    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toEqual([]);
+  });
+
+  it('roles: view lists and shows, cannot upload or delete; outsiders 404', async () => {
+    const { name, base } = await product();
+    const [viewer, outsider] = await Promise.all([t.fixtures.user(), t.fixtures.user()]);
+    await t.fixtures.addMember(org, viewer, 'view');
+    const built = await fw(name);
+    await upload(base, built.path, viewer).expect(403, NOT_FOUND);
+    await upload(base, built.path, outsider).expect(404, NOT_FOUND);
+    await t.http().get(base).set(viewer.auth).expect(200);
+    await t.http().get(base).set(outsider.auth).expect(404, NOT_FOUND);
+    await t.http().get(`${base}/not-a-uuid`).set(viewer.auth).expect(404, NOT_FOUND);
+  });
+});
