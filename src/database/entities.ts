@@ -1,4 +1,9 @@
 import { AccessToken } from '../auth/access-token.entity';
+import { AuditLog } from '../audit/audit-log.entity';
+import { RateLimitBucket } from '../common/http/rate-limit-bucket.entity';
+import { DeviceSharedSecret, ProductSharedSecret } from '../device-auth/shared-secret.entity';
+import { DeviceConsoleOutput } from '../gateway/device-console-output.entity';
+import { GatewayInstance } from '../gateway/gateway-instance.entity';
 import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.entity';
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
@@ -25,4 +30,10 @@ export const ENTITIES = [
   IrohEndpoint,
   ProductDeviceCount,
   ProductTagCount,
+  ProductSharedSecret,
+  DeviceSharedSecret,
+  GatewayInstance,
+  DeviceConsoleOutput,
+  AuditLog,
+  RateLimitBucket,
 ];

@@ -2,6 +2,7 @@ import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
 import { Org } from '../orgs/org.entity';
 import { Product } from '../products/product.entity';
+import { GatewayInstance } from '../gateway/gateway-instance.entity';
 
 export const CONNECTION_STATUSES = ['connected', 'disconnected', 'not_seen'] as const;
 export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
@@ -22,6 +23,7 @@ export type FirmwareMetadata = Record<string, string | null>;
 @Index('devices_tags_gin_idx', { synchronize: false })
 @Index('devices_identifier_trgm_idx', { synchronize: false })
 @Index('devices_org_id_idx', ['orgId'])
+@Index('devices_connected_instance_id_idx', ['connectedInstanceId'])
 export class Device {
   @BigIdColumn()
   id: string;
@@ -77,6 +79,14 @@ export class Device {
 
   @Column({ name: 'firmware_platform', type: 'varchar', length: 255, nullable: true })
   firmwarePlatform: string | null;
+
+  /** The gateway instance holding the device's socket while connected (see GatewayInstance). */
+  @Column({ name: 'connected_instance_id', type: 'uuid', nullable: true })
+  connectedInstanceId: string | null;
+
+  @ManyToOne(() => GatewayInstance, { onDelete: 'SET NULL' })
+  @JoinColumn({ name: 'connected_instance_id' })
+  connectedInstance?: GatewayInstance | null;
 
   @InsertedAtColumn()
   insertedAt: Date;

@@ -31,6 +31,17 @@ export class PendingUpdate {
   @Column({ name: 'delivered_at', type: 'timestamptz', nullable: true })
   deliveredAt: Date | null;
 
+  /** Last `status_update` the device sent for this update (e.g. `downloading`, `updating`, `fwup error`). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  status: string | null;
+
+  /** Last `fwup_progress` percentage (0–100). */
+  @Column({ type: 'smallint', nullable: true })
+  progress: number | null;
+
+  @Column({ name: 'status_updated_at', type: 'timestamptz', nullable: true })
+  statusUpdatedAt: Date | null;
+
   @CreateDateColumn({ name: 'inserted_at', type: 'timestamptz', default: () => 'now()' })
   insertedAt: Date;
 }

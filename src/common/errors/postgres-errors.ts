@@ -16,8 +16,10 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
+/** A foreign key refused the change (23503; PostgreSQL 18 reports ON DELETE RESTRICT as 23001). */
 export function isForeignKeyViolation(err: unknown): boolean {
-  return pgError(err)?.code === '23503';
+  const code = pgError(err)?.code;
+  return code === '23503' || code === '23001';
 }
 
 /** Connection-level failures: the database is unreachable or going away. */
