@@ -9,13 +9,13 @@ declare global {
 
 /**
  * One PostgreSQL for the whole run: TEST_DATABASE_URL or DATABASE_URL when set, else an embedded server
- * under .data/test. A template database is migrated once; every test file clones its own from it.
+ * under .data/test (or FLEETHUB_TEST_PG_DIR). A template database is migrated once; every test file clones its own from it.
  */
 export default async function globalSetup(): Promise<void> {
   let baseUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!baseUrl) {
     const embedded = new EmbeddedPostgres({
-      dataDir: join(__dirname, '..', '..', '.data', 'test', 'postgres'),
+      dataDir: process.env.FLEETHUB_TEST_PG_DIR ?? join(__dirname, '..', '..', '.data', 'test', 'postgres'),
       database: 'postgres',
       settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
     });
