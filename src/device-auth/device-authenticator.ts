@@ -15,5 +15,8 @@ export interface AuthenticatedDevice {
  * failure (the caller answers 401 with an empty body); never throws for bad input.
  */
 export abstract class DeviceAuthenticator {
-  abstract authenticate(headers: IncomingHttpHeaders, sourceAddress: string): Promise<AuthenticatedDevice | null>;
+  abstract authenticate(
+    headers: IncomingHttpHeaders,
+    sourceAddress: string,
+  ): Promise<AuthenticatedDevice | null>;
 }
