@@ -77,7 +77,7 @@ export class EmbeddedPostgres {
 
   private async ensureInitialised(bins: Binaries): Promise<string> {
     const { dataDir } = this.options;
-    const passwordFile = join(dataDir, '..', 'postgres.password');
+    const passwordFile = `${dataDir}.password`;
     if (existsSync(join(dataDir, 'PG_VERSION'))) {
       return (await readFile(passwordFile, 'utf8')).trim();
     }
@@ -254,7 +254,7 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
   }
 }
 
-const ownerFile = (dataDir: string) => join(dataDir, '..', 'postgres.owner');
+const ownerFile = (dataDir: string) => `${dataDir}.owner`;
 
 async function readOwner(dataDir: string): Promise<number | null> {
   try {
