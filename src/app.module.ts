@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
+import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { CreatedInterceptor } from './common/http/created';
@@ -9,12 +10,15 @@ import { loggerParams } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
+import { DeviceAuthModule } from './device-auth/device-auth.module';
 import { DevicesModule } from './devices/devices.module';
 import { FirmwareModule } from './firmware/firmware.module';
+import { GatewayModule } from './gateway/gateway.module';
 import { HealthModule } from './health/health.module';
 import { SigningKeysModule } from './signing-keys/signing-keys.module';
 import { IrohModule } from './iroh/iroh.module';
 import { MembersModule } from './members/members.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
 import { OrgsModule } from './orgs/orgs.module';
@@ -22,6 +26,7 @@ import { UsersModule } from './users/users.module';
 
 /** Feature modules served over HTTP; the CLI reuses the same ones without the HTTP layer. */
 export const FEATURE_MODULES = [
+  AuditModule,
   AuthModule,
   UsersModule,
   OrgsModule,
@@ -32,6 +37,9 @@ export const FEATURE_MODULES = [
   SigningKeysModule,
   FirmwareModule,
   IrohModule,
+  DeviceAuthModule,
+  MetricsModule,
+  GatewayModule,
 ];
 
 @Module({})

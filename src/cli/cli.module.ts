@@ -1,28 +1,41 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, DatabaseModule } from '../app.module';
+import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
+import { FirmwareModule } from '../firmware/firmware.module';
 import type { AppConfig } from '../config/config';
 import { MembersModule } from '../members/members.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
 import { CLI_COMMANDS } from './commands';
+import { DemoCommand } from './demo.command';
+import { DemoService } from './demo.service';
+import { SimulateCommand } from './simulate.command';
 
 @Module({})
 export class CliModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+  /** `databaseUrl` null: only `simulate`, which talks to a server over the network and needs no database. */
+  static register(config: AppConfig, databaseUrl: string | null): DynamicModule {
+    if (databaseUrl === null) {
+      return { module: CliModule, imports: [ConfigModule.register(config)], providers: [SimulateCommand] };
+    }
     return {
       module: CliModule,
       imports: [
         ConfigModule.register(config),
         DatabaseModule.register(databaseUrl, 2),
+        AuditModule,
         AuthModule,
         UsersModule,
         OrgsModule,
         MembersModule,
         SigningKeysModule,
+        ProductsModule,
+        FirmwareModule,
       ],
-      providers: [...CLI_COMMANDS],
+      providers: [...CLI_COMMANDS, DemoCommand, DemoService, SimulateCommand],
     };
   }
 }

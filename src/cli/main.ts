@@ -12,20 +12,26 @@ import { CliModule } from './cli.module';
  */
 async function main(): Promise<void> {
   const config = loadConfig();
+  const options = {
+    logger: false as const,
+    cliName: 'fleethub',
+    errorHandler: (err: Error) => {
+      // commander's own exits (help, version, unknown option) have already printed their message.
+      const code = (err as { exitCode?: number }).exitCode;
+      process.exitCode = code ?? 2;
+    },
+  };
+  // `simulate` is a network client of a server: no database, no migrations.
+  if (process.argv[2] === 'simulate') {
+    await CommandFactory.run(CliModule.register(config, null), options);
+    return;
+  }
   const location = new DatabaseLocation(config);
   try {
     const databaseUrl = await location.url();
     const applied = await runMigrations(databaseUrl);
     if (applied.length > 0) process.stderr.write(`applied migrations: ${applied.join(', ')}\n`);
-    await CommandFactory.run(CliModule.register(config, databaseUrl), {
-      logger: false,
-      cliName: 'fleethub',
-      errorHandler: (err) => {
-        // commander's own exits (help, version, unknown option) have already printed their message.
-        const code = (err as { exitCode?: number }).exitCode;
-        process.exitCode = code ?? 2;
-      },
-    });
+    await CommandFactory.run(CliModule.register(config, databaseUrl), options);
   } finally {
     await location.release();
   }

@@ -1,22 +1,14 @@
 import { Module } from '@nestjs/common';
+import { GatewayModule } from '../gateway/gateway.module';
 import { ProductsModule } from '../products/products.module';
-import {
-  DatabaseOnlyUpdateNotifier,
-  DeviceConsole,
-  DisconnectedDeviceConsole,
-  UpdateNotifier,
-} from './device-console';
 import { DevicesController, DevicesShortController } from './devices.controller';
 import { DevicesService } from './devices.service';
 
 @Module({
-  imports: [ProductsModule],
+  // The gateway provides DeviceConsole and UpdateNotifier (device-console.ts) to DevicesService.
+  imports: [ProductsModule, GatewayModule],
   controllers: [DevicesController, DevicesShortController],
-  providers: [
-    DevicesService,
-    { provide: DeviceConsole, useClass: DisconnectedDeviceConsole },
-    { provide: UpdateNotifier, useClass: DatabaseOnlyUpdateNotifier },
-  ],
+  providers: [DevicesService],
   exports: [DevicesService],
 })
 export class DevicesModule {}

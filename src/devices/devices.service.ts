@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
@@ -30,6 +31,7 @@ export class DevicesService {
     private readonly products: ProductsService,
     private readonly console: DeviceConsole,
     private readonly updates: UpdateNotifier,
+    private readonly audit: AuditService,
   ) {}
 
   async create(
@@ -39,12 +41,22 @@ export class DevicesService {
   ): Promise<Created<{ data: DeviceView }>> {
     const product = await this.products.findInOrg(access, productName);
     try {
-      await this.db.getRepository(Device).insert({
-        orgId: access.orgId,
-        productId: product.id,
-        identifier: dto.identifier,
-        description: dto.description ?? null,
-        tags: normaliseTags(dto.tags),
+      await this.db.transaction(async (tx) => {
+        await tx.getRepository(Device).insert({
+          orgId: access.orgId,
+          productId: product.id,
+          identifier: dto.identifier,
+          description: dto.description ?? null,
+          tags: normaliseTags(dto.tags),
+        });
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'device.create',
+          targetType: 'device',
+          targetId: dto.identifier,
+          details: { product: product.name },
+        });
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw DomainError.invalidField('identifier', 'has already been taken');
@@ -104,10 +116,18 @@ export class DevicesService {
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags);
     if (dto.updates_enabled !== undefined) changes.updatesEnabled = dto.updates_enabled;
     if (Object.keys(changes).length > 0) {
-      const result = await this.db
-        .getRepository(Device)
-        .update({ productId: product.id, identifier }, changes);
-      if (!result.affected) throw DomainError.notFound();
+      await this.db.transaction(async (tx) => {
+        const result = await tx.getRepository(Device).update({ productId: product.id, identifier }, changes);
+        if (!result.affected) throw DomainError.notFound();
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'device.update',
+          targetType: 'device',
+          targetId: identifier,
+          details: { product: product.name, ...dto },
+        });
+      });
     }
     const device = await this.load(product, identifier);
     if (!device) throw DomainError.notFound();
@@ -116,8 +136,18 @@ export class DevicesService {
 
   async remove(access: OrgAccess, productName: string, identifier: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
-    const result = await this.db.getRepository(Device).delete({ productId: product.id, identifier });
-    if (!result.affected) throw DomainError.notFound();
+    await this.db.transaction(async (tx) => {
+      const result = await tx.getRepository(Device).delete({ productId: product.id, identifier });
+      if (!result.affected) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'device.delete',
+        targetType: 'device',
+        targetId: identifier,
+        details: { product: product.name },
+      });
+    });
   }
 
   /** Records the manual upgrade (one per device; a newer one replaces one not yet delivered). */
@@ -125,11 +155,11 @@ export class DevicesService {
     const product = await this.products.findInOrg(access, productName);
     const device = await this.db.getRepository(Device).findOneBy({ productId: product.id, identifier });
     if (!device) throw DomainError.notFound();
-    await this.recordUpgrade(access, device.id, product.id, dto.uuid);
+    await this.recordUpgrade(access, device.id, identifier, product.id, dto.uuid);
   }
 
   async upgradeById(access: DeviceAccess, dto: UpgradeDto): Promise<void> {
-    await this.recordUpgrade(access, access.deviceId, access.productId, dto.uuid);
+    await this.recordUpgrade(access, access.deviceId, null, access.productId, dto.uuid);
   }
 
   async sendConsoleCode(access: DeviceAccess, dto: ConsoleCodeDto): Promise<void> {
@@ -142,6 +172,7 @@ export class DevicesService {
   private async recordUpgrade(
     access: OrgAccess,
     deviceId: string,
+    identifier: string | null,
     productId: string,
     uuid: string,
   ): Promise<void> {
@@ -154,13 +185,30 @@ export class DevicesService {
         )[0]?.id
       : undefined;
     if (!firmwareId) throw DomainError.invalidField('uuid', 'does not match a firmware of this product');
-    await this.db.query(
-      `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
-       ON CONFLICT (device_id) DO UPDATE
-         SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
-             inserted_at = now(), delivered_at = NULL`,
-      [deviceId, firmwareId, access.actor.userId],
-    );
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
+         ON CONFLICT (device_id) DO UPDATE
+           SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
+               inserted_at = now(), delivered_at = NULL`,
+        [deviceId, firmwareId, access.actor.userId],
+      );
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'device.upgrade',
+        targetType: 'device',
+        targetId:
+          identifier ??
+          (
+            await tx.query<{ identifier: string }[]>(`SELECT identifier FROM devices WHERE id = $1`, [
+              deviceId,
+            ])
+          )[0]?.identifier ??
+          deviceId,
+        details: { firmware_uuid: uuid.toLowerCase() },
+      });
+    });
     await this.updates.pendingUpdateChanged(deviceId);
   }
 

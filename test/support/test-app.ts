@@ -17,14 +17,28 @@ export interface TestApp {
   app: INestApplication;
   db: DataSource;
   config: AppConfig;
+  /** The app's database (pass it as `options.databaseUrl` to run a second instance on it). */
+  databaseUrl: string;
   http: () => TestAgent;
   fixtures: Fixtures;
   close(): Promise<void>;
 }
 
+export interface TestAppOptions {
+  /** Providers to replace, e.g. `{ provide: DeviceAuthenticator, useValue: fake }`. */
+  overrides?: { provide: unknown; useValue: unknown }[];
+  /** Run on this existing database (another test app's) instead of a fresh one; it is not dropped on close. */
+  databaseUrl?: string;
+}
+
 /** The real application on its own fresh database (cloned from the migrated template). */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+export async function createTestApp(
+  env: Record<string, string> = {},
+  options: TestAppOptions = {},
+): Promise<TestApp> {
+  const database = options.databaseUrl
+    ? { url: options.databaseUrl, drop: async () => undefined }
+    : await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'fleethub-test-'));
   const config = loadConfig({
     FLEETHUB_DATA_DIR: dataDir,
@@ -33,9 +47,13 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     ...env,
     DATABASE_URL: database.url,
   });
-  const moduleRef = await Test.createTestingModule({
+  const builder = Test.createTestingModule({
     imports: [AppModule.register(config, database.url)],
-  }).compile();
+  });
+  for (const { provide, useValue } of options.overrides ?? []) {
+    builder.overrideProvider(provide).useValue(useValue);
+  }
+  const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({
     bodyParser: false,
     bufferLogs: true,
@@ -47,6 +65,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     app,
     db,
     config,
+    databaseUrl: database.url,
     http: () => request(app.getHttpServer()),
     fixtures: new Fixtures(app),
     close: async () => {

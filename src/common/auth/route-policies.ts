@@ -13,6 +13,9 @@ export const ROUTE_POLICIES = {
   'orgs.create': { scope: 'user' },
   'orgs.list': { scope: 'user' },
 
+  'audit.list': { scope: 'org', role: 'admin' },
+  'audit.export': { scope: 'org', role: 'admin' },
+
   'members.list': { scope: 'org', role: 'view' },
   'members.add': { scope: 'org', role: 'admin' },
   'members.update': { scope: 'org', role: 'admin' },
@@ -49,6 +52,11 @@ export const ROUTE_POLICIES = {
   'keys.create': { scope: 'org', role: 'admin' },
   'keys.list': { scope: 'org', role: 'view' },
   'keys.delete': { scope: 'org', role: 'admin' },
+
+  'sharedSecrets.create': { scope: 'org', role: 'admin' },
+  'sharedSecrets.list': { scope: 'org', role: 'view' },
+  'sharedSecrets.delete': { scope: 'org', role: 'admin' },
+  'deviceSecrets.create': { scope: 'org', role: 'admin' },
 
   'iroh.create': { scope: 'org', role: 'manage' },
   'iroh.list': { scope: 'org', role: 'view' },

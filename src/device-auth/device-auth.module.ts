@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { ProductsModule } from '../products/products.module';
+import { DeviceAuthenticator } from './device-authenticator';
+import { NH1DeviceAuthenticator } from './nh1-device-authenticator';
+import { ServerKeyService } from './server-key.service';
+import { DeviceSharedSecretsController, ProductSharedSecretsController } from './shared-secrets.controller';
+import { SharedSecretsService } from './shared-secrets.service';
+
+@Module({
+  imports: [ProductsModule],
+  controllers: [ProductSharedSecretsController, DeviceSharedSecretsController],
+  providers: [
+    ServerKeyService,
+    SharedSecretsService,
+    { provide: DeviceAuthenticator, useClass: NH1DeviceAuthenticator },
+  ],
+  exports: [DeviceAuthenticator, ServerKeyService, SharedSecretsService],
+})
+export class DeviceAuthModule {}

@@ -1,0 +1,248 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { isForeignKeyViolation } from '../common/errors/postgres-errors';
+import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
+import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
+import { type Nh1Failure, readNh1Headers, verifyNh1Request } from './nh1';
+import { ServerKeyService } from './server-key.service';
+
+/**
+ * Failed attempts per source address in fixed windows, in this process. Over the limit, an address is refused
+ * without any work (no database lookup, no PBKDF2) until its window ends. Successes are not counted and do
+ * not reset the count.
+ */
+export class FailureLimiter {
+  private readonly windows = new Map<string, { start: number; failures: number }>();
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+    private readonly maxAddresses = 50_000,
+  ) {}
+
+  isBlocked(address: string, now: number): boolean {
+    const window = this.windows.get(address);
+    return window !== undefined && now - window.start < this.windowMs && window.failures >= this.limit;
+  }
+
+  recordFailure(address: string, now: number): void {
+    let window = this.windows.get(address);
+    if (!window || now - window.start >= this.windowMs) {
+      if (this.windows.size >= this.maxAddresses) this.evictExpired(now);
+      window = { start: now, failures: 0 };
+      this.windows.set(address, window);
+    }
+    window.failures += 1;
+  }
+
+  private evictExpired(now: number): void {
+    for (const [address, window] of this.windows) {
+      if (now - window.start >= this.windowMs) this.windows.delete(address);
+    }
+    if (this.windows.size >= this.maxAddresses) this.windows.clear();
+  }
+}
+
+/** At most 20 failed attempts per minute per source address. */
+export const DEVICE_AUTH_FAILURE_LIMIT = 20;
+export const DEVICE_AUTH_FAILURE_WINDOW_MS = 60_000;
+
+type Reason =
+  | Nh1Failure
+  | 'rate_limited'
+  | 'unknown_key'
+  | 'undecryptable_secret'
+  | 'bad_identifier'
+  | 'identifier_in_other_product'
+  | 'invalid_identifier'
+  | 'product_gone'
+  | 'registration_failed';
+
+interface ProductKeyRow {
+  secret_encrypted: Buffer;
+  product_id: string;
+  org_id: string;
+}
+
+interface DeviceKeyRow extends ProductKeyRow {
+  device_id: string;
+  identifier: string;
+}
+
+/** Thrown inside `authenticate` to stop at the first failure; never leaves it. */
+class Refused extends Error {
+  constructor(readonly reason: Reason) {
+    super(reason);
+  }
+}
+
+/**
+ * NH1 shared-secret authentication of a device's websocket upgrade (device-protocol.md §2.3.5, §2.3.7):
+ * the `x-nh-*` headers are checked, the active key is looked up (`nhp_` → product table, anything else →
+ * device table), its secret decrypted and the signed token verified. A device key must name its own device;
+ * a product key finds the device in its product or registers an unknown one there. Every failure resolves
+ * to null and is logged at debug level with its reason (never a secret); only a failing database throws,
+ * so that the caller can answer 503 instead of 401.
+ */
+@Injectable()
+export class NH1DeviceAuthenticator extends DeviceAuthenticator {
+  private readonly logger = new Logger('DeviceAuth');
+  private readonly failures = new FailureLimiter(DEVICE_AUTH_FAILURE_LIMIT, DEVICE_AUTH_FAILURE_WINDOW_MS);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly serverKey: ServerKeyService,
+    private readonly audit: AuditService,
+  ) {
+    super();
+  }
+
+  async authenticate(
+    headers: IncomingHttpHeaders,
+    sourceAddress: string,
+  ): Promise<AuthenticatedDevice | null> {
+    const now = Date.now();
+    if (this.failures.isBlocked(sourceAddress, now)) {
+      this.logger.debug({ address: sourceAddress, reason: 'rate_limited' }, 'device authentication refused');
+      return null;
+    }
+    let key: string | undefined;
+    let identifier: string | undefined;
+    try {
+      const read = readNh1Headers(headers);
+      if (!read.ok) throw new Refused(read.reason);
+      key = read.request.key;
+      const found = await this.lookup(key);
+      if (!found) throw new Refused('unknown_key');
+      let secret: string;
+      try {
+        secret = this.serverKey.decrypt(found.secret_encrypted);
+      } catch {
+        throw new Refused('undecryptable_secret');
+      }
+      const verified = verifyNh1Request(read.request, secret, now);
+      if (!verified.ok) throw new Refused(verified.reason);
+      identifier = verified.payload.identifier;
+      if ('device_id' in found) {
+        if (found.identifier !== identifier) throw new Refused('bad_identifier');
+        return {
+          deviceId: found.device_id,
+          identifier,
+          productId: found.product_id,
+          orgId: found.org_id,
+          registered: false,
+        };
+      }
+      return await this.findOrRegister(found, key, identifier);
+    } catch (err) {
+      if (!(err instanceof Refused)) throw err;
+      this.failures.recordFailure(sourceAddress, now);
+      this.logger.debug(
+        { address: sourceAddress, key, identifier, reason: err.reason },
+        'device authentication refused',
+      );
+      return null;
+    }
+  }
+
+  /** The active key with its product (and device), or null. */
+  private async lookup(key: string): Promise<ProductKeyRow | DeviceKeyRow | null> {
+    if (key.startsWith('nhp_')) {
+      const rows: ProductKeyRow[] = await this.db.query(
+        `SELECT s.secret_encrypted, p.id AS product_id, p.org_id
+           FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
+          WHERE s.key = $1 AND s.deactivated_at IS NULL`,
+        [key],
+      );
+      return rows[0] ?? null;
+    }
+    const rows: DeviceKeyRow[] = await this.db.query(
+      `SELECT s.secret_encrypted, d.id AS device_id, d.identifier, d.product_id, d.org_id
+         FROM device_shared_secrets s JOIN devices d ON d.id = s.device_id
+        WHERE s.key = $1 AND s.deactivated_at IS NULL`,
+      [key],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The device with this identifier in the key's product, registered there when no device anywhere has the
+   * identifier. Identifiers are unique across the server: one held by another product or organization is
+   * refused. Concurrent first connections of one identifier all resolve to the one row that was inserted.
+   */
+  private async findOrRegister(
+    product: ProductKeyRow,
+    key: string,
+    identifier: string,
+  ): Promise<AuthenticatedDevice> {
+    const existing = await this.findDevice(identifier);
+    if (existing) return this.inProduct(existing, product, identifier, false);
+    if (!DEVICE_IDENTIFIER_PATTERN.test(identifier)) throw new Refused('invalid_identifier');
+    let inserted: { id: string }[];
+    try {
+      inserted = await this.db.transaction(async (tx) => {
+        const rows: { id: string }[] = await tx.query(
+          `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
+           ON CONFLICT (identifier) DO NOTHING RETURNING id`,
+          [product.org_id, product.product_id, identifier],
+        );
+        if (rows[0]) {
+          await this.audit.record(tx, {
+            orgId: product.org_id,
+            actor: null,
+            action: 'device.register',
+            targetType: 'device',
+            targetId: identifier,
+            details: { key },
+          });
+        }
+        return rows;
+      });
+    } catch (err) {
+      if (isForeignKeyViolation(err)) throw new Refused('product_gone');
+      throw err;
+    }
+    if (inserted[0]) {
+      return {
+        deviceId: String(inserted[0].id),
+        identifier,
+        productId: product.product_id,
+        orgId: product.org_id,
+        registered: true,
+      };
+    }
+    // Lost the race to a concurrent registration (or the device was created meanwhile): use that row.
+    const winner = await this.findDevice(identifier);
+    if (!winner) throw new Refused('registration_failed');
+    return this.inProduct(winner, product, identifier, false);
+  }
+
+  private async findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
+    const rows: { id: string; product_id: string }[] = await this.db.query(
+      `SELECT id, product_id FROM devices WHERE identifier = $1`,
+      [identifier],
+    );
+    return rows[0] ?? null;
+  }
+
+  private inProduct(
+    device: { id: string; product_id: string },
+    product: ProductKeyRow,
+    identifier: string,
+    registered: boolean,
+  ): AuthenticatedDevice {
+    if (String(device.product_id) !== String(product.product_id)) {
+      throw new Refused('identifier_in_other_product');
+    }
+    return {
+      deviceId: String(device.id),
+      identifier,
+      productId: String(product.product_id),
+      orgId: String(product.org_id),
+      registered,
+    };
+  }
+}

@@ -1,0 +1,396 @@
+import { createHmac, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * NH1 shared-secret device authentication (see docs: device-protocol.md §2.3), as pure functions.
+ *
+ * A device sends four headers on its websocket upgrade. The signing key is PBKDF2-HMAC-SHA256 of the shared
+ * secret's UTF-8 bytes, salted with a text that binds the algorithm, the access key and the signing time. The
+ * signature header is a token `SFMyNTY.<payload>.<mac>`: base64url (no padding) of an Erlang External Term
+ * Format payload `{identifier, signed_at_ms, max_age_s}` and of HMAC-SHA256 over `SFMyNTY.<payload>`.
+ */
+
+/** The only algorithm accepted: what NervesHubLink sends with its defaults. */
+export const NH1_ALG = 'NH1-HMAC-sha256-1000-32';
+/** Signing times accepted: from 90 s in the past to 5 s in the future of the server clock. */
+export const NH1_MAX_PAST_MS = 90_000;
+export const NH1_MAX_FUTURE_MS = 5_000;
+/** The max age (seconds) devices embed in their tokens; the server's own window above is what counts. */
+export const NH1_EMBEDDED_MAX_AGE_S = 86_400;
+
+/** base64url("HS256"): the protected header of every token devices send. */
+const PROTECTED_HS256 = 'SFMyNTY';
+const SALT_HEADER = 'NH1:device-socket:shared-secret:connect';
+const ACCESS_KEY = /^nh[pd]_[A-Za-z0-9+/-]{1,60}$/;
+const CLEAN_TIME = /^(0|[1-9]\d{0,11})$/;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** A token longer than this cannot hold a valid payload (identifiers are at most 255 characters). */
+const MAX_TOKEN_LENGTH = 2048;
+
+export interface Nh1Alg {
+  digest: 'sha256';
+  iterations: number;
+  keyLength: number;
+}
+
+/** The four headers, as a device sends them. */
+export type Nh1Headers = {
+  'x-nh-alg': string;
+  'x-nh-key': string;
+  'x-nh-time': string;
+  'x-nh-signature': string;
+};
+
+/** Headers that passed the syntax checks: what the server needs before it looks the key up. */
+export interface Nh1Request {
+  alg: string;
+  params: Nh1Alg;
+  key: string;
+  timeS: number;
+  signature: string;
+}
+
+/** What the signed token carries. */
+export interface Nh1Payload {
+  identifier: string;
+  signedAtMs: number;
+  maxAgeS: number;
+}
+
+export type Nh1Failure =
+  | 'missing_headers'
+  | 'bad_alg'
+  | 'bad_key'
+  | 'bad_time'
+  | 'malformed_token'
+  | 'bad_signature'
+  | 'bad_payload'
+  | 'expired'
+  | 'future';
+
+export type Nh1Result = { ok: true; payload: Nh1Payload } | { ok: false; reason: Nh1Failure };
+
+/**
+ * `NH1-HMAC-<digest>-<iterations>-<keylen>`, with clean decimal numbers. Only sha256/1000/32 is accepted:
+ * other parameters would let a caller choose how much CPU the server spends (or weaken the key).
+ */
+export function parseNh1Alg(value: string): Nh1Alg | null {
+  const match = /^NH1-HMAC-([A-Za-z0-9]{1,16})-([1-9]\d{0,6})-([1-9]\d{0,3})$/.exec(value);
+  if (!match) return null;
+  const iterations = Number(match[2]);
+  const keyLength = Number(match[3]);
+  if (match[1].toLowerCase() !== 'sha256' || iterations !== 1000 || keyLength !== 32) return null;
+  return { digest: 'sha256', iterations, keyLength };
+}
+
+/** `x-nh-time`: integer seconds, printed back into the salt, so it must be written canonically. */
+export function parseNh1Time(value: string): number | null {
+  return CLEAN_TIME.test(value) ? Number(value) : null;
+}
+
+/** The salt text, byte for byte as the device builds it (note the empty line and the trailing newline). */
+export function nh1Salt(alg: string, key: string, timeS: number): string {
+  return `${SALT_HEADER}\n\nx-nh-alg=${alg}\nx-nh-key=${key}\nx-nh-time=${timeS}\n`;
+}
+
+/** PBKDF2 of the secret string's UTF-8 bytes (the secret is not base64-decoded). */
+export function deriveNh1Key(secret: string, salt: string, alg: Nh1Alg): Buffer {
+  return pbkdf2Sync(
+    Buffer.from(secret, 'utf8'),
+    Buffer.from(salt, 'utf8'),
+    alg.iterations,
+    alg.keyLength,
+    alg.digest,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Erlang External Term Format: just enough to write the payload and to read it back safely.
+
+const ETF_VERSION = 0x83;
+const SMALL_INTEGER_EXT = 0x61;
+const INTEGER_EXT = 0x62;
+const SMALL_BIG_EXT = 0x6e;
+const BINARY_EXT = 0x6d;
+const SMALL_TUPLE_EXT = 0x68;
+const MAP_EXT = 0x74;
+const ATOM_EXT = 0x64;
+const SMALL_ATOM_UTF8_EXT = 0x77;
+const ATOM_UTF8_EXT = 0x76;
+
+/** Bounds of the decoder: far above what a valid payload needs, far below anything costly. */
+const ETF_LIMITS = { maxBytes: 1400, maxBinary: 1024, maxArity: 3, maxBigBytes: 8, maxAtom: 16, maxDepth: 1 };
+
+type Term =
+  | { type: 'binary'; value: Buffer }
+  | { type: 'integer'; value: bigint }
+  | { type: 'atom'; value: string }
+  | { type: 'tuple'; items: Term[] }
+  | { type: 'map'; pairs: [Term, Term][] };
+
+class EtfError extends Error {}
+
+class Reader {
+  private pos = 0;
+  constructor(private readonly buf: Buffer) {}
+
+  get done(): boolean {
+    return this.pos === this.buf.length;
+  }
+
+  take(length: number): Buffer {
+    if (length > this.buf.length - this.pos) throw new EtfError('truncated');
+    const out = this.buf.subarray(this.pos, this.pos + length);
+    this.pos += length;
+    return out;
+  }
+
+  u8(): number {
+    return this.take(1)[0];
+  }
+
+  u16(): number {
+    return this.take(2).readUInt16BE(0);
+  }
+
+  u32(): number {
+    return this.take(4).readUInt32BE(0);
+  }
+
+  i32(): number {
+    return this.take(4).readInt32BE(0);
+  }
+}
+
+function decodeTerm(reader: Reader, depth: number): Term {
+  const tag = reader.u8();
+  switch (tag) {
+    case SMALL_INTEGER_EXT:
+      return { type: 'integer', value: BigInt(reader.u8()) };
+    case INTEGER_EXT:
+      return { type: 'integer', value: BigInt(reader.i32()) };
+    case SMALL_BIG_EXT: {
+      const n = reader.u8();
+      const sign = reader.u8();
+      if (n === 0 || n > ETF_LIMITS.maxBigBytes || sign > 1) throw new EtfError('bad big integer');
+      const digits = reader.take(n);
+      let value = 0n;
+      for (let i = n - 1; i >= 0; i--) value = (value << 8n) | BigInt(digits[i]);
+      return { type: 'integer', value: sign ? -value : value };
+    }
+    case BINARY_EXT: {
+      const length = reader.u32();
+      if (length > ETF_LIMITS.maxBinary) throw new EtfError('binary too long');
+      return { type: 'binary', value: reader.take(length) };
+    }
+    case ATOM_EXT:
+    case SMALL_ATOM_UTF8_EXT:
+    case ATOM_UTF8_EXT: {
+      const length = tag === SMALL_ATOM_UTF8_EXT ? reader.u8() : reader.u16();
+      if (length > ETF_LIMITS.maxAtom) throw new EtfError('atom too long');
+      return { type: 'atom', value: reader.take(length).toString('latin1') };
+    }
+    case SMALL_TUPLE_EXT:
+    case MAP_EXT: {
+      if (depth >= ETF_LIMITS.maxDepth) throw new EtfError('nested too deep');
+      const arity = tag === SMALL_TUPLE_EXT ? reader.u8() : reader.u32();
+      if (arity > ETF_LIMITS.maxArity) throw new EtfError('too many elements');
+      if (tag === SMALL_TUPLE_EXT) {
+        const items: Term[] = [];
+        for (let i = 0; i < arity; i++) items.push(decodeTerm(reader, depth + 1));
+        return { type: 'tuple', items };
+      }
+      const pairs: [Term, Term][] = [];
+      for (let i = 0; i < arity; i++)
+        pairs.push([decodeTerm(reader, depth + 1), decodeTerm(reader, depth + 1)]);
+      return { type: 'map', pairs };
+    }
+    default:
+      // Functions, pids, ports, references, lists, compressed terms, floats...: never part of a payload.
+      throw new EtfError(`tag ${tag} not accepted`);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function identifierOf(term: Term | undefined): string | null {
+  if (term?.type !== 'binary' || term.value.length === 0) return null;
+  try {
+    return utf8.decode(term.value);
+  } catch {
+    return null;
+  }
+}
+
+function nonNegative(term: Term | undefined): number | null {
+  if (term?.type !== 'integer' || term.value < 0n || term.value > BigInt(Number.MAX_SAFE_INTEGER))
+    return null;
+  return Number(term.value);
+}
+
+/**
+ * Reads a payload, accepting only the shapes Plug.Crypto writes: `{data, signed_ms, max_age_s}`,
+ * `{data, signed_ms}` and `%{data: data, signed: signed_ms}`, where data is a non-empty UTF-8 binary and the
+ * numbers are non-negative integers. Anything else (other tags, nesting, trailing bytes) → null.
+ */
+export function decodeNh1Payload(etf: Buffer): Nh1Payload | null {
+  if (etf.length > ETF_LIMITS.maxBytes) return null;
+  let term: Term;
+  try {
+    const reader = new Reader(etf);
+    if (reader.u8() !== ETF_VERSION) return null;
+    term = decodeTerm(reader, 0);
+    if (!reader.done) return null;
+  } catch (err) {
+    if (err instanceof EtfError) return null;
+    throw err;
+  }
+  let data: Term | undefined;
+  let signed: Term | undefined;
+  let maxAge: number | null = NH1_EMBEDDED_MAX_AGE_S;
+  if (term.type === 'tuple' && (term.items.length === 2 || term.items.length === 3)) {
+    [data, signed] = term.items;
+    if (term.items.length === 3) maxAge = nonNegative(term.items[2]);
+  } else if (term.type === 'map' && term.pairs.length === 2) {
+    for (const [key, value] of term.pairs) {
+      if (key.type !== 'atom') return null;
+      if (key.value === 'data' && !data) data = value;
+      else if (key.value === 'signed' && !signed) signed = value;
+      else return null;
+    }
+  } else {
+    return null;
+  }
+  const identifier = identifierOf(data);
+  const signedAtMs = nonNegative(signed);
+  if (identifier === null || signedAtMs === null || maxAge === null) return null;
+  return { identifier, signedAtMs, maxAgeS: maxAge };
+}
+
+function encodeInteger(value: number): Buffer {
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new RangeError('a non-negative safe integer is required');
+  if (value <= 0xff) return Buffer.from([SMALL_INTEGER_EXT, value]);
+  if (value <= 0x7fffffff) {
+    const out = Buffer.alloc(5);
+    out[0] = INTEGER_EXT;
+    out.writeInt32BE(value, 1);
+    return out;
+  }
+  const digits: number[] = [];
+  for (let rest = BigInt(value); rest > 0n; rest >>= 8n) digits.push(Number(rest & 0xffn));
+  return Buffer.from([SMALL_BIG_EXT, digits.length, 0, ...digits]);
+}
+
+/** `term_to_binary({identifier, signed_at_ms, max_age_s})`. */
+export function encodeNh1Payload(payload: Nh1Payload): Buffer {
+  const identifier = Buffer.from(payload.identifier, 'utf8');
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(identifier.length);
+  return Buffer.concat([
+    Buffer.from([ETF_VERSION, SMALL_TUPLE_EXT, 3, BINARY_EXT]),
+    length,
+    identifier,
+    encodeInteger(payload.signedAtMs),
+    encodeInteger(payload.maxAgeS),
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tokens
+
+const base64url = (bytes: Buffer) => bytes.toString('base64url');
+
+function mac(key: Buffer, signedPart: string): Buffer {
+  return createHmac('sha256', key).update(signedPart, 'ascii').digest();
+}
+
+/** A token as Plug.Crypto `sign/4` writes it (for the simulator and the tests). */
+export function signNh1Token(payload: Nh1Payload, key: Buffer): string {
+  const signedPart = `${PROTECTED_HS256}.${base64url(encodeNh1Payload(payload))}`;
+  return `${signedPart}.${base64url(mac(key, signedPart))}`;
+}
+
+/**
+ * Checks the MAC in constant time, then decodes the payload and applies the server's time window. The
+ * embedded max age is not used: the server's window (90 s back, 5 s ahead) overrides it, as in NervesHub.
+ */
+export function verifyNh1Token(token: string, key: Buffer, nowMs: number): Nh1Result {
+  if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'malformed_token' };
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts[0] !== PROTECTED_HS256) return { ok: false, reason: 'malformed_token' };
+  const [, payloadPart, macPart] = parts;
+  if (!BASE64URL.test(payloadPart) || !BASE64URL.test(macPart))
+    return { ok: false, reason: 'malformed_token' };
+  // Compared as canonical text, so that no second spelling of the same MAC bytes is accepted.
+  const given = Buffer.from(macPart, 'ascii');
+  const expected = Buffer.from(base64url(mac(key, `${PROTECTED_HS256}.${payloadPart}`)), 'ascii');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return { ok: false, reason: 'bad_signature' };
+  }
+  const payload = decodeNh1Payload(Buffer.from(payloadPart, 'base64url'));
+  if (!payload) return { ok: false, reason: 'bad_payload' };
+  if (payload.signedAtMs > nowMs + NH1_MAX_FUTURE_MS) return { ok: false, reason: 'future' };
+  if (payload.signedAtMs + NH1_MAX_PAST_MS < nowMs) return { ok: false, reason: 'expired' };
+  return { ok: true, payload };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Headers
+
+function single(headers: IncomingHttpHeaders, name: keyof Nh1Headers): string | null {
+  const value = headers[name];
+  return typeof value === 'string' ? value : null;
+}
+
+/**
+ * The four `x-nh-*` headers with their syntax checked (Node lower-cases header names). A missing or repeated
+ * header, an algorithm other than NH1_ALG, a malformed key or a non-canonical time → a failure reason.
+ */
+export function readNh1Headers(
+  headers: IncomingHttpHeaders,
+): { ok: true; request: Nh1Request } | { ok: false; reason: Nh1Failure } {
+  const alg = single(headers, 'x-nh-alg');
+  const key = single(headers, 'x-nh-key');
+  const time = single(headers, 'x-nh-time');
+  const signature = single(headers, 'x-nh-signature');
+  if (alg === null || key === null || time === null || signature === null) {
+    return { ok: false, reason: 'missing_headers' };
+  }
+  const params = parseNh1Alg(alg);
+  if (!params) return { ok: false, reason: 'bad_alg' };
+  if (!ACCESS_KEY.test(key)) return { ok: false, reason: 'bad_key' };
+  const timeS = parseNh1Time(time);
+  if (timeS === null) return { ok: false, reason: 'bad_time' };
+  return { ok: true, request: { alg, params, key, timeS, signature } };
+}
+
+/** Derives the key for this request from the plain secret and verifies its token. */
+export function verifyNh1Request(request: Nh1Request, secret: string, nowMs: number): Nh1Result {
+  const key = deriveNh1Key(secret, nh1Salt(request.alg, request.key, request.timeS), request.params);
+  return verifyNh1Token(request.signature, key, nowMs);
+}
+
+/** The headers a device with these credentials sends at `timeS` (for the simulator and the tests). */
+export function signNh1Headers(options: {
+  key: string;
+  secret: string;
+  identifier: string;
+  timeS: number;
+  alg?: string;
+}): Nh1Headers {
+  const alg = options.alg ?? NH1_ALG;
+  const params = parseNh1Alg(alg);
+  if (!params) throw new Error(`unsupported NH1 algorithm: ${alg}`);
+  const derived = deriveNh1Key(options.secret, nh1Salt(alg, options.key, options.timeS), params);
+  const signature = signNh1Token(
+    { identifier: options.identifier, signedAtMs: options.timeS * 1000, maxAgeS: NH1_EMBEDDED_MAX_AGE_S },
+    derived,
+  );
+  return {
+    'x-nh-alg': alg,
+    'x-nh-key': options.key,
+    'x-nh-time': String(options.timeS),
+    'x-nh-signature': signature,
+  };
+}

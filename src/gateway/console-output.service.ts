@@ -1,0 +1,67 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { isoOrNull } from '../common/values';
+
+/** The console output kept per device: the last 64 Ki characters. */
+export const CONSOLE_OUTPUT_LIMIT = 64 * 1024;
+/** `up` events are gathered this long before one write. */
+const APPEND_DELAY_MS = 200;
+
+/** The bounded tail of what each device printed on its console, in `device_console_output`. */
+@Injectable()
+export class ConsoleOutputService {
+  private readonly logger = new Logger(ConsoleOutputService.name);
+  private readonly pending = new Map<string, string>();
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  async show(deviceId: string): Promise<{ data: { output: string; updated_at: string | null } }> {
+    await this.flush();
+    const [row] = await this.db.query<{ output: string; updated_at: Date }[]>(
+      `SELECT output, updated_at FROM device_console_output WHERE device_id = $1`,
+      [deviceId],
+    );
+    return { data: { output: row?.output ?? '', updated_at: isoOrNull(row?.updated_at ?? null) } };
+  }
+
+  /** Queues output; written shortly after, in one statement per device. */
+  append(deviceId: string, data: string): void {
+    if (data === '') return;
+    const joined = (this.pending.get(deviceId) ?? '') + data;
+    this.pending.set(
+      deviceId,
+      joined.length > CONSOLE_OUTPUT_LIMIT ? joined.slice(-CONSOLE_OUTPUT_LIMIT) : joined,
+    );
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.flush().catch((err: unknown) => this.logger.warn(`console output write failed: ${String(err)}`));
+    }, APPEND_DELAY_MS);
+  }
+
+  /** Writes everything queued (also waits for a write in progress). */
+  async flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const batch = [...this.pending.entries()];
+    this.pending.clear();
+    const previous = this.writing;
+    this.writing = (async () => {
+      await previous.catch(() => undefined);
+      if (batch.length === 0) return;
+      await this.db.query(
+        `INSERT INTO device_console_output AS o (device_id, output, updated_at)
+         SELECT v.id, right(v.data, $3), now() FROM unnest($1::bigint[], $2::text[]) AS v(id, data)
+             WHERE EXISTS (SELECT 1 FROM devices d WHERE d.id = v.id)
+         ON CONFLICT (device_id) DO UPDATE
+           SET output = right(o.output || EXCLUDED.output, $3), updated_at = now()`,
+        [batch.map(([id]) => id), batch.map(([, data]) => data), CONSOLE_OUTPUT_LIMIT],
+      );
+    })();
+    await this.writing;
+  }
+}

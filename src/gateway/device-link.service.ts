@@ -1,0 +1,242 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { AuthenticatedDevice } from '../device-auth/device-authenticator';
+import type { FirmwareMetadata } from '../devices/device.entity';
+import { IrohService } from '../iroh/iroh.service';
+import { SigningKeysService } from '../signing-keys/signing-keys.service';
+import { DownloadLinkSigner } from './download-links';
+import { LINK_SIGNER } from './firmware-downloads';
+
+/** Join key → stored `firmware_metadata` field (device-protocol.md 3.1). */
+export const JOIN_METADATA_KEYS: Readonly<Record<string, string>> = {
+  nerves_fw_uuid: 'uuid',
+  nerves_fw_architecture: 'architecture',
+  nerves_fw_platform: 'platform',
+  nerves_fw_product: 'product',
+  nerves_fw_version: 'version',
+  nerves_fw_author: 'author',
+  nerves_fw_description: 'description',
+  fwup_version: 'fwup_version',
+  nerves_fw_vcs_identifier: 'vcs_identifier',
+  nerves_fw_misc: 'misc',
+};
+
+const MAX_METADATA_VALUE = 1024;
+const MAX_INDEXED_VALUE = 255;
+
+/** The firmware metadata a `device` join reports, or null when it names no firmware (no `nerves_fw_uuid`). */
+export function metadataFromJoin(params: Record<string, unknown>): FirmwareMetadata | null {
+  const uuid = params.nerves_fw_uuid;
+  if (typeof uuid !== 'string' || uuid.trim() === '') return null;
+  const metadata: FirmwareMetadata = {};
+  for (const [joinKey, field] of Object.entries(JOIN_METADATA_KEYS)) {
+    const value = params[joinKey];
+    metadata[field] =
+      typeof value === 'string' ? value.replace(/\0/g, '').slice(0, MAX_METADATA_VALUE) : null;
+  }
+  metadata.uuid = (metadata.uuid ?? '').toLowerCase();
+  return metadata;
+}
+
+/** The pending manual upgrade of a device, with what the `update` message needs. */
+export interface PendingUpdateRow {
+  firmware_id: string;
+  delivered_at: Date | null;
+  uuid: string;
+  version: string;
+  platform: string;
+  architecture: string;
+  author: string | null;
+  description: string | null;
+  misc: string | null;
+  vcs_identifier: string | null;
+  size: string;
+  sha256: string;
+  chunk_sha256: string[];
+  product_name: string;
+}
+
+/** The `update` payload with NervesHub's keys (device-protocol.md 3.2, 7.1); a manual push has no deployment. */
+export function updatePayload(row: PendingUpdateRow, firmwareUrl: string): Record<string, unknown> {
+  return {
+    update_available: true,
+    firmware_url: firmwareUrl,
+    firmware_meta: {
+      architecture: row.architecture,
+      author: row.author,
+      description: row.description,
+      misc: row.misc,
+      platform: row.platform,
+      product: row.product_name,
+      uuid: row.uuid,
+      vcs_identifier: row.vcs_identifier,
+      version: row.version,
+    },
+    size: Number(row.size),
+    checksum: row.sha256.toUpperCase(),
+    partials_checksums: row.chunk_sha256.map((sum) => sum.toUpperCase()),
+    deployment_id: null,
+  };
+}
+
+const UPDATE_STATUSES = new Set([
+  'received',
+  'started',
+  'downloading',
+  'updating',
+  'completed',
+  'failed',
+  'ignored',
+  'rescheduled',
+]);
+
+/** The update status a device's `status_update` names ("fwup error ..." counts as failed). */
+export function normaliseStatus(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const status = value.trim().toLowerCase();
+  if (status.includes('fwup error')) return 'failed';
+  return UPDATE_STATUSES.has(status) ? status : status.slice(0, 64) || null;
+}
+
+/** What the device channel stores and reads: firmware metadata, pending updates, signing keys, identities. */
+@Injectable()
+export class DeviceLinkService {
+  private readonly logger = new Logger(DeviceLinkService.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly signingKeys: SigningKeysService,
+    private readonly iroh: IrohService,
+    @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
+  ) {}
+
+  /**
+   * Stores the join's firmware metadata (unchanged when the join names no firmware) and marks the device
+   * connected on `instanceId`. False when the device no longer exists.
+   */
+  async join(deviceId: string, metadata: FirmwareMetadata | null, instanceId: string): Promise<boolean> {
+    const [, updated] = await this.db.query<[unknown[], number]>(
+      `UPDATE devices SET
+         firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
+         firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
+         firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
+         connection_status = 'connected', connected_instance_id = $6, last_communication = now()
+       WHERE id = $1`,
+      [
+        deviceId,
+        metadata !== null,
+        metadata === null ? null : JSON.stringify(metadata),
+        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        instanceId,
+      ],
+    );
+    return updated > 0;
+  }
+
+  /** The org's fwup (ed25519) public keys, as fwup prints them. */
+  async fwupPublicKeys(orgId: string): Promise<string[]> {
+    return (await this.signingKeys.forOrg(orgId)).map((key) => key.key);
+  }
+
+  async pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
+    const [row] = await this.db.query<PendingUpdateRow[]>(
+      `SELECT pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, p.name AS product_name
+         FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
+        WHERE pu.device_id = $1`,
+      [deviceId],
+    );
+    return row ?? null;
+  }
+
+  firmwareUrl(row: PendingUpdateRow): string {
+    return this.links.url(row.firmware_id, row.uuid);
+  }
+
+  async markDelivered(deviceId: string, firmwareId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
+        WHERE device_id = $1 AND firmware_id = $2`,
+      [deviceId, firmwareId],
+    );
+  }
+
+  /** The device runs the target firmware: the update is complete. */
+  async completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
+    await this.db.query(`DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2`, [
+      deviceId,
+      firmwareId,
+    ]);
+    this.logger.log(`device ${deviceId} completed its update`);
+  }
+
+  /**
+   * A `status_update` for the delivered update. `failed` and `ignored` end it (the row is deleted, as NervesHub
+   * does); `rescheduled` puts it back in the queue for the next connection; the rest are recorded.
+   */
+  async statusUpdate(deviceId: string, payload: Record<string, unknown>): Promise<void> {
+    const status = normaliseStatus(payload.status);
+    if (status === null) return;
+    if (status === 'failed' || status === 'ignored') {
+      const reason = typeof payload.reason === 'string' ? payload.reason.slice(0, 500) : '';
+      const deleted = await this.db.query<[unknown[], number]>(
+        `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+        [deviceId],
+      );
+      if (deleted[1] > 0) this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
+      return;
+    }
+    if (status === 'rescheduled') {
+      await this.db.query(
+        `UPDATE pending_updates SET delivered_at = NULL, status = 'rescheduled', progress = NULL,
+                status_updated_at = now()
+          WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+        [deviceId],
+      );
+      return;
+    }
+    await this.recordProgress(deviceId, status, null);
+  }
+
+  /** Records the status and, when given, the progress percentage of the delivered update. */
+  async recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
+    await this.db.query(
+      `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
+        WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+      [deviceId, status, progress],
+    );
+  }
+
+  /** The instance holding the device's socket according to the database, or null when not connected. */
+  async holder(deviceId: string): Promise<string | null> {
+    const [row] = await this.db.query<{ connected_instance_id: string | null }[]>(
+      `SELECT connected_instance_id FROM devices WHERE id = $1 AND connection_status = 'connected'`,
+      [deviceId],
+    );
+    return row?.connected_instance_id ?? null;
+  }
+
+  /** `network_identity:report`: iroh entries go to the iroh claim rules; a malformed report is ignored. */
+  async reportIdentities(device: AuthenticatedDevice, payload: Record<string, unknown>): Promise<void> {
+    const identities = Array.isArray(payload.identities) ? (payload.identities as unknown[]) : [];
+    const iroh = identities
+      .slice(0, 10)
+      .filter(
+        (entry): entry is { identifier: string; instance?: string; details?: object } =>
+          typeof entry === 'object' && entry !== null && (entry as { service?: unknown }).service === 'iroh',
+      )
+      .map((entry) => ({ identifier: entry.identifier, instance: entry.instance, details: entry.details }));
+    if (iroh.length === 0) return;
+    const results = await this.iroh.reportDeviceIdentities(
+      { id: device.deviceId, orgId: device.orgId, identifier: device.identifier },
+      iroh,
+    );
+    for (const result of results) {
+      if (result.outcome === 'refused' || result.outcome === 'skipped') {
+        this.logger.debug(`device ${device.identifier}: iroh ${result.outcome} (${result.reason ?? ''})`);
+      }
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import { Module } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { DeviceAuthModule } from '../device-auth/device-auth.module';
+import { ServerKeyService } from '../device-auth/server-key.service';
+import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import { FirmwareModule } from '../firmware/firmware.module';
+import { IrohModule } from '../iroh/iroh.module';
+import { SigningKeysModule } from '../signing-keys/signing-keys.module';
+import { ConsoleOutputService } from './console-output.service';
+import { DeviceBus, PgDeviceBus } from './device-bus';
+import { DeviceGateway } from './device-gateway';
+import { DeviceLinkService } from './device-link.service';
+import { DownloadLinkSigner } from './download-links';
+import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
+import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
+import { GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
+import { PresenceService } from './presence.service';
+
+/**
+ * The device side: the device socket and its channels, presence, the bus between instances, firmware downloads,
+ * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
+ */
+@Module({
+  imports: [DeviceAuthModule, FirmwareModule, IrohModule, SigningKeysModule],
+  controllers: [DeviceConsoleController, FirmwareDownloadController],
+  providers: [
+    {
+      provide: LINK_SIGNER,
+      inject: [ServerKeyService, APP_CONFIG],
+      useFactory: async (keys: ServerKeyService, config: AppConfig) => {
+        await keys.load();
+        return new DownloadLinkSigner(keys.subkey('sign-download-urls'), config.publicUrl);
+      },
+    },
+    { provide: DeviceBus, useClass: PgDeviceBus },
+    PresenceService,
+    ConsoleOutputService,
+    DeviceLinkService,
+    FirmwareDownloads,
+    DeviceGateway,
+    { provide: DeviceConsole, useClass: GatewayDeviceConsole },
+    { provide: UpdateNotifier, useClass: GatewayUpdateNotifier },
+  ],
+  exports: [DeviceConsole, UpdateNotifier, DeviceGateway, DeviceBus],
+})
+export class GatewayModule {}

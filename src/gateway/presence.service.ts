@@ -1,0 +1,147 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { hostname } from 'node:os';
+import { DataSource } from 'typeorm';
+
+/** How long an instance's lease lasts; it is renewed every LEASE_RENEW_MS. */
+export const LEASE_MS = 30_000;
+export const LEASE_RENEW_MS = 10_000;
+/** `last_communication` is written at most this often per device. */
+export const LAST_COMMUNICATION_INTERVAL_MS = 60_000;
+export const FLUSH_MS = 10_000;
+
+/**
+ * Device presence in the database: `connection_status`, `connected_instance_id`, `last_communication`, and this
+ * instance's row in `gateway_instances` with its lease. Any instance reaps devices held by instances whose lease
+ * ran out (a process that died without cleaning up).
+ */
+@Injectable()
+export class PresenceService {
+  private readonly logger = new Logger(PresenceService.name);
+  /** Devices with activity not yet written, and when it happened. */
+  private readonly dirty = new Map<string, Date>();
+  /** When `last_communication` was last written for each device held here. */
+  private readonly written = new Map<string, number>();
+  private timers: NodeJS.Timeout[] = [];
+  private instanceId = '';
+  private localDevices: () => string[] = () => [];
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** Registers the instance and starts the lease, reaper and flush timers. */
+  async start(instanceId: string, localDevices: () => string[]): Promise<void> {
+    this.instanceId = instanceId;
+    this.localDevices = localDevices;
+    await this.renewLease();
+    await this.reap();
+    const every = (ms: number, task: () => Promise<unknown>) => {
+      const timer = setInterval(() => {
+        task().catch((err: unknown) => this.logger.warn(`presence task failed: ${String(err)}`));
+      }, ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(LEASE_RENEW_MS, async () => {
+      await this.renewLease();
+      await this.reap();
+    });
+    every(FLUSH_MS, () => this.flush());
+  }
+
+  /** Writes what is pending, marks every device held here disconnected and removes the instance row. */
+  async stop(): Promise<void> {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    if (!this.instanceId) return;
+    await this.flush();
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+        WHERE connected_instance_id = $1`,
+      [this.instanceId],
+    );
+    await this.db.query(`DELETE FROM gateway_instances WHERE id = $1`, [this.instanceId]);
+  }
+
+  /** The device joined its `device` channel on this instance. */
+  async connected(deviceId: string): Promise<void> {
+    this.dirty.delete(deviceId);
+    this.written.set(deviceId, Date.now());
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2, last_communication = now()
+        WHERE id = $1`,
+      [deviceId, this.instanceId],
+    );
+  }
+
+  /**
+   * The device's socket on this instance closed. Nothing changes when another instance holds the device by
+   * now (a newer connection took over).
+   */
+  async disconnected(deviceId: string): Promise<void> {
+    this.dirty.delete(deviceId);
+    this.written.delete(deviceId);
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
+        WHERE id = $1 AND connected_instance_id = $2`,
+      [deviceId, this.instanceId],
+    );
+  }
+
+  /** Any inbound frame: activity, written in the next flush if the last write is a minute old. */
+  touch(deviceId: string): void {
+    const now = Date.now();
+    const last = this.written.get(deviceId);
+    if (last === undefined || now - last < LAST_COMMUNICATION_INTERVAL_MS) return;
+    this.dirty.set(deviceId, new Date(now));
+  }
+
+  /** One statement for every device with activity to record. */
+  async flush(): Promise<void> {
+    if (this.dirty.size === 0) return;
+    const entries = [...this.dirty.entries()];
+    this.dirty.clear();
+    for (const [deviceId, at] of entries) this.written.set(deviceId, at.getTime());
+    await this.db.query(
+      `UPDATE devices d SET last_communication = v.at
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at)
+        WHERE d.id = v.id AND d.connected_instance_id = $3`,
+      [entries.map(([id]) => id), entries.map(([, at]) => at.toISOString()), this.instanceId],
+    );
+  }
+
+  /**
+   * Extends this instance's lease. When the row was gone (the process stalled long enough to be reaped), it is
+   * created again and the devices still connected here are marked connected again.
+   */
+  async renewLease(): Promise<void> {
+    const [row] = await this.db.query<{ inserted: boolean }[]>(
+      `INSERT INTO gateway_instances (id, hostname, lease_until)
+       VALUES ($1, $2, now() + make_interval(secs => $3))
+       ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
+       RETURNING (xmax = 0) AS inserted`,
+      [this.instanceId, hostname().slice(0, 255), LEASE_MS / 1000],
+    );
+    if (row?.inserted) {
+      const devices = this.localDevices();
+      if (devices.length > 0) {
+        await this.db.query(
+          `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2
+            WHERE id = ANY($1::bigint[])`,
+          [devices, this.instanceId],
+        );
+      }
+    }
+  }
+
+  /** Devices held by instances whose lease ran out become disconnected; those instance rows go. */
+  async reap(): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const reaped = await tx.query<[unknown[], number]>(
+        `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+          WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())`,
+      );
+      await tx.query(`DELETE FROM gateway_instances WHERE lease_until < now()`);
+      return Array.isArray(reaped) && typeof reaped[1] === 'number' ? reaped[1] : 0;
+    });
+  }
+}

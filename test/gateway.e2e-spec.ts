@@ -1,0 +1,691 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
+import { computeMetaUuid } from '../src/firmware/fwup';
+import { DeviceGateway } from '../src/gateway/device-gateway';
+import { PresenceService } from '../src/gateway/presence.service';
+import { buildFw, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
+import { DeviceSocketClient, type Frame } from './support/device-socket-client';
+import type { TestUser } from './support/fixtures';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/** Authenticates `x-test-device: <identifier>` against the database; anything else is refused. */
+class FakeAuthenticator extends DeviceAuthenticator {
+  db: DataSource | null = null;
+
+  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
+    const identifier = headers['x-test-device'];
+    if (typeof identifier !== 'string' || !this.db) return null;
+    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
+      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
+      [identifier],
+    );
+    if (!row) return null;
+    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
+  }
+}
+
+const OLD_UUID = '11111111-2222-5333-8444-555555555555';
+
+function joinParams(uuid = OLD_UUID, extra: Record<string, unknown> = {}) {
+  return {
+    nerves_fw_uuid: uuid,
+    nerves_fw_product: 'gadget',
+    nerves_fw_version: '1.0.0',
+    nerves_fw_platform: 'rpi4',
+    nerves_fw_architecture: 'aarch64',
+    nerves_fw_author: 'Team',
+    nerves_fw_description: 'first',
+    nerves_fw_vcs_identifier: 'abc123',
+    nerves_fw_misc: 'misc',
+    fwup_version: '1.10.1',
+    device_api_version: '2.3.0',
+    console_version: '2.0.0',
+    currently_downloading_uuid: null,
+    meta: { firmware_validated: true, firmware_auto_revert_detected: false },
+    ...extra,
+  };
+}
+
+async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 5000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('device gateway', () => {
+  const authA = new FakeAuthenticator();
+  const authB = new FakeAuthenticator();
+  let a: TestApp;
+  let b: TestApp;
+  let urlA: string;
+  let urlB: string;
+  let admin: TestUser;
+  let org: string;
+  let key: FwupKeyPair;
+  let dir: string;
+  let firmwareUuid: string;
+  let firmwareBytes: Buffer;
+  const product = 'gadget';
+  const clients: DeviceSocketClient[] = [];
+
+  async function listen(t: TestApp): Promise<string> {
+    await t.app.listen(0, '127.0.0.1');
+    const address = t.app.getHttpServer().address() as { port: number };
+    return `http://127.0.0.1:${address.port}`;
+  }
+
+  beforeAll(async () => {
+    a = await createTestApp({}, { overrides: [{ provide: DeviceAuthenticator, useValue: authA }] });
+    authA.db = a.db;
+    urlA = await listen(a);
+    b = await createTestApp(
+      {},
+      { databaseUrl: a.databaseUrl, overrides: [{ provide: DeviceAuthenticator, useValue: authB }] },
+    );
+    authB.db = b.db;
+    urlB = await listen(b);
+
+    admin = await a.fixtures.user();
+    org = await a.fixtures.org(admin);
+    key = generateFwupKeyPair();
+    await a
+      .http()
+      .post(`/api/orgs/${org}/keys`)
+      .set(admin.auth)
+      .send({ name: 'k', key: key.publicKey })
+      .expect(201);
+    await a.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
+    dir = await mkdtemp(join(tmpdir(), 'fleethub-gw-'));
+    const built = await buildFw(join(dir, 'fw.fw'), {
+      signWith: key.privateKey,
+      meta: { product, version: '2.0.0' },
+      resources: [{ name: 'rootfs.img', size: 3 * 1024 * 1024 + 17 }],
+    });
+    firmwareBytes = await readFile(built.path);
+    firmwareUuid = computeMetaUuid(built.metaConf);
+    await a
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/firmwares`)
+      .set(admin.auth)
+      .attach('firmware', built.path)
+      .expect(201);
+  });
+
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function newDevice(): Promise<string> {
+    const identifier = `dev-${randomBytes(4).toString('hex')}`;
+    await a
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/devices`)
+      .set(admin.auth)
+      .send({ identifier })
+      .expect(201);
+    return identifier;
+  }
+
+  async function connect(identifier: string, url = urlA): Promise<DeviceSocketClient> {
+    const client = await DeviceSocketClient.connect(url, { 'x-test-device': identifier });
+    clients.push(client);
+    return client;
+  }
+
+  async function connectJoined(identifier: string, url = urlA, params = joinParams()) {
+    const client = await connect(identifier, url);
+    const reply = await client.join('device', params);
+    expect(reply[4]).toEqual({ status: 'ok', response: {} });
+    return client;
+  }
+
+  const showDevice = async (identifier: string) =>
+    (await a.http().get(`/api/devices/${identifier}`).set(admin.auth).expect(200)).body.data as Record<
+      string,
+      unknown
+    >;
+
+  /** A heartbeat round trip: every frame sent before it has been handled by then. */
+  async function settle(client: DeviceSocketClient): Promise<Frame> {
+    return client.heartbeat();
+  }
+
+  describe('socket', () => {
+    it('refuses a failed authentication with a plain 401: empty body, Date, Connection: close', async () => {
+      const res = await DeviceSocketClient.refused(urlA, { 'x-test-device': 'nobody-here' });
+      expect(res.status).toBe(401);
+      expect(res.body).toBe('');
+      expect(new Date(res.headers.date!).getTime()).toBeGreaterThan(Date.now() - 60_000);
+      expect(res.headers.connection).toBe('close');
+    });
+
+    it('refuses any vsn but 2.0.0 with 403, and unknown paths with 404', async () => {
+      const identifier = await newDevice();
+      const headers = { 'x-test-device': identifier };
+      expect((await DeviceSocketClient.refused(urlA, headers, '/device-socket/websocket')).status).toBe(403);
+      expect(
+        (await DeviceSocketClient.refused(urlA, headers, '/device-socket/websocket?vsn=3.0.0')).status,
+      ).toBe(403);
+      expect((await DeviceSocketClient.refused(urlA, headers, '/elsewhere?vsn=2.0.0')).status).toBe(404);
+    });
+
+    it('accepts /socket/websocket as well', async () => {
+      const identifier = await newDevice();
+      const client = await DeviceSocketClient.connect(
+        urlA,
+        { 'x-test-device': identifier },
+        '/socket/websocket?vsn=2.0.0',
+      );
+      clients.push(client);
+      expect((await client.heartbeat())[4]).toEqual({ status: 'ok', response: {} });
+    });
+
+    it('answers joins and heartbeats with ok {}', async () => {
+      const client = await connect(await newDevice());
+      const join = await client.join('device', joinParams());
+      expect(join).toEqual(['1', '1', 'device', 'phx_reply', { status: 'ok', response: {} }]);
+      client.send(null, '7', 'phoenix', 'heartbeat', {});
+      expect(await client.next((f) => f[1] === '7')).toEqual([
+        null,
+        '7',
+        'phoenix',
+        'phx_reply',
+        { status: 'ok', response: {} },
+      ]);
+    });
+
+    it('never replies to device pushes, and drops pushes on topics not joined', async () => {
+      const client = await connectJoined(await newDevice());
+      await client.next((f) => f[3] === 'extensions:get');
+      client.push('device', 'report_network_interface', { interface: 'eth0' });
+      client.push('device', 'rebooting', {});
+      client.push('device', 'firmware_validated', {});
+      client.push('device', 'no_such_event', { x: 1 });
+      client.send(null, '90', 'device', 'status_update', { status: 'received' }); // no join_ref (old Slipstream)
+      client.send('99', '91', 'console', 'up', { data: 'not joined' });
+      client.send('99', '92', 'nowhere', 'anything', {});
+      const hb = await settle(client);
+      expect(hb[3]).toBe('phx_reply');
+      expect(client.pending()).toEqual([]);
+    });
+
+    it('survives malformed frames and keeps answering', async () => {
+      const client = await connectJoined(await newDevice());
+      for (const junk of [
+        '',
+        'null',
+        '{}',
+        '[1,2,3]',
+        '[null,null,5,"x",{}]',
+        '["1","2","device"]',
+        '{"a":',
+        '[]',
+      ]) {
+        client.sendRaw(junk);
+      }
+      client.ws.send(Buffer.from([0x82, 0x00]), { binary: true });
+      client.send('1', '50', 'device', 'fwup_progress', 'not an object');
+      client.send('1', '51', 'device', 'fwup_progress', { value: 'NaN', stage: 5 });
+      expect((await settle(client))[4]).toEqual({ status: 'ok', response: {} });
+    });
+
+    it('closes an older socket when the same device connects again', async () => {
+      const identifier = await newDevice();
+      const first = await connectJoined(identifier);
+      const second = await connectJoined(identifier);
+      expect(await first.closed).toBe(1000);
+      expect((await second.heartbeat())[4]).toEqual({ status: 'ok', response: {} });
+      expect((await showDevice(identifier)).connection_status).toBe('connected');
+    });
+
+    it('closes the older socket on another instance too', async () => {
+      const identifier = await newDevice();
+      const onA = await connectJoined(identifier, urlA);
+      const onB = await connectJoined(identifier, urlB);
+      expect(await onA.closed).toBe(1000);
+      await settle(onB);
+      const [row] = await a.db.query(`SELECT connected_instance_id FROM devices WHERE identifier = $1`, [
+        identifier,
+      ]);
+      expect(row.connected_instance_id).toBe(b.app.get(DeviceGateway).instanceId);
+      expect((await showDevice(identifier)).connection_status).toBe('connected');
+    });
+  });
+
+  describe('device channel', () => {
+    it('stores the firmware metadata and marks the device connected', async () => {
+      const identifier = await newDevice();
+      expect((await showDevice(identifier)).connection_status).toBe('not_seen');
+      await connectJoined(identifier);
+      const device = await showDevice(identifier);
+      expect(device).toMatchObject({
+        version: '1.0.0',
+        connection_status: 'connected',
+        online: true,
+        last_communication: expect.stringMatching(/Z$/),
+        firmware_metadata: {
+          uuid: OLD_UUID,
+          product: 'gadget',
+          version: '1.0.0',
+          platform: 'rpi4',
+          architecture: 'aarch64',
+          author: 'Team',
+          description: 'first',
+          vcs_identifier: 'abc123',
+          misc: 'misc',
+          fwup_version: '1.10.1',
+        },
+      });
+      const [row] = await a.db.query(`SELECT firmware_platform FROM devices WHERE identifier = $1`, [
+        identifier,
+      ]);
+      expect(row.firmware_platform).toBe('rpi4');
+    });
+
+    it('pushes fwup_public_keys on request, then extensions:get', async () => {
+      const client = await connectJoined(
+        await newDevice(),
+        urlA,
+        joinParams(OLD_UUID, { fwup_public_keys: 'on_connect' }),
+      );
+      const keys = await client.next();
+      expect(keys).toEqual(['1', null, 'device', 'fwup_public_keys', { keys: [key.publicKey] }]);
+      expect(await client.next()).toEqual(['1', null, 'device', 'extensions:get', {}]);
+    });
+
+    it('does not push extensions:get to devices older than API 2.2.0', async () => {
+      const client = await connectJoined(
+        await newDevice(),
+        urlA,
+        joinParams(OLD_UUID, { device_api_version: '2.1.0' }),
+      );
+      await settle(client);
+      expect(client.pending()).toEqual([]);
+    });
+
+    it('marks the device disconnected when the socket closes', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.close();
+      const device = await eventually(
+        () => showDevice(identifier),
+        (d) => d.connection_status === 'disconnected',
+      );
+      expect(device).toMatchObject({ connection_status: 'disconnected', online: false });
+    });
+  });
+
+  describe('updates', () => {
+    async function upgrade(identifier: string, via: TestApp = a) {
+      await via
+        .http()
+        .post(`/api/devices/${identifier}/upgrade`)
+        .set(admin.auth)
+        .send({ uuid: firmwareUuid })
+        .expect(204);
+    }
+
+    function localUrl(firmwareUrl: string, base: string): string {
+      const url = new URL(firmwareUrl);
+      return `${base}${url.pathname}${url.search}`;
+    }
+
+    it('pushes a manual upgrade at once, serves the file, records progress, completes on rejoin', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.next((f) => f[3] === 'extensions:get');
+      await upgrade(identifier);
+      const update = await client.next((f) => f[3] === 'update');
+      expect(update.slice(0, 4)).toEqual(['1', null, 'device', 'update']);
+      const payload = update[4] as Record<string, unknown>;
+      const [fw] = await a.db.query(
+        `SELECT author, description, misc, vcs_identifier FROM firmwares WHERE uuid = $1`,
+        [firmwareUuid],
+      );
+      expect(payload).toEqual({
+        update_available: true,
+        firmware_url: expect.stringMatching(
+          /^http:\/\/.+\/device-firmware\/\d+\/[0-9a-f-]{36}\.fw\?expires=\d+&signature=/,
+        ),
+        firmware_meta: {
+          architecture: 'aarch64',
+          author: fw.author,
+          description: fw.description,
+          misc: fw.misc,
+          platform: 'rpi4',
+          product,
+          uuid: firmwareUuid,
+          vcs_identifier: fw.vcs_identifier,
+          version: '2.0.0',
+        },
+        size: firmwareBytes.length,
+        checksum: expect.stringMatching(/^[0-9A-F]{64}$/),
+        partials_checksums: [
+          expect.stringMatching(/^[0-9A-F]{64}$/),
+          expect.stringMatching(/^[0-9A-F]{64}$/),
+          expect.stringMatching(/^[0-9A-F]{64}$/),
+          expect.stringMatching(/^[0-9A-F]{64}$/),
+        ],
+        deployment_id: null,
+      });
+      const [pending] = await a.db.query(
+        `SELECT delivered_at FROM pending_updates pu JOIN devices d ON d.id = pu.device_id WHERE d.identifier = $1`,
+        [identifier],
+      );
+      expect(pending.delivered_at).not.toBeNull();
+
+      // The link works, in full and by range, with the headers a device needs.
+      const link = localUrl(payload.firmware_url as string, urlA);
+      const full = await fetch(link);
+      expect(full.status).toBe(200);
+      expect(full.headers.get('content-length')).toBe(String(firmwareBytes.length));
+      expect(full.headers.get('accept-ranges')).toBe('bytes');
+      expect(Buffer.from(await full.arrayBuffer()).equals(firmwareBytes)).toBe(true);
+      const resumed = await fetch(link, { headers: { Range: `bytes=1000-${firmwareBytes.length}` } });
+      expect(resumed.status).toBe(206);
+      expect(resumed.headers.get('content-range')).toBe(
+        `bytes 1000-${firmwareBytes.length - 1}/${firmwareBytes.length}`,
+      );
+      expect(Buffer.from(await resumed.arrayBuffer()).equals(firmwareBytes.subarray(1000))).toBe(true);
+      const middle = await fetch(link, { headers: { Range: 'bytes=10-19' } });
+      expect(middle.status).toBe(206);
+      expect(middle.headers.get('content-length')).toBe('10');
+      expect((await fetch(link, { headers: { Range: `bytes=${firmwareBytes.length}-` } })).status).toBe(416);
+      // Links are checked: any change to the path, expiry or signature is refused.
+      const bad = new URL(link);
+      bad.searchParams.set('signature', 'x'.repeat(43));
+      const refused = await fetch(bad);
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toEqual({
+        errors: { detail: 'Resource Not Found or Authorization Insufficient' },
+      });
+      const expired = new URL(link);
+      expired.searchParams.set('expires', '1000');
+      expect((await fetch(expired)).status).toBe(403);
+      expect((await fetch(`${urlA}/device-firmware/1/${firmwareUuid}.fw`)).status).toBe(403);
+
+      // Progress is recorded; no reply is ever sent.
+      client.push('device', 'status_update', { status: 'received' });
+      client.push('device', 'status_update', { status: 'started', downloader_network_interface: 'eth0' });
+      client.push('device', 'fwup_progress', { stage: 'updating', value: 42 });
+      await settle(client);
+      expect(client.pending()).toEqual([]);
+      const [progress] = await a.db.query(
+        `SELECT status, progress FROM pending_updates pu JOIN devices d ON d.id = pu.device_id WHERE d.identifier = $1`,
+        [identifier],
+      );
+      expect(progress).toEqual({ status: 'updating', progress: 42 });
+
+      // The device reboots into the new firmware and joins with its uuid: the update is complete.
+      client.push('device', 'fwup_progress', { stage: 'updating', value: 100 });
+      client.push('device', 'status_update', { status: 'completed' });
+      await settle(client);
+      await client.close();
+      const after = await connectJoined(
+        identifier,
+        urlA,
+        joinParams(firmwareUuid, { nerves_fw_version: '2.0.0' }),
+      );
+      await settle(after);
+      expect(after.pending().filter((f) => f[3] === 'update')).toEqual([]);
+      const rows = await a.db.query(
+        `SELECT 1 FROM pending_updates pu JOIN devices d ON d.id = pu.device_id WHERE d.identifier = $1`,
+        [identifier],
+      );
+      expect(rows).toEqual([]);
+      expect((await showDevice(identifier)).version).toBe('2.0.0');
+    });
+
+    it('delivers an upgrade requested while offline when the device connects', async () => {
+      const identifier = await newDevice();
+      await upgrade(identifier);
+      const client = await connectJoined(identifier);
+      const update = await client.next((f) => f[3] === 'update');
+      expect((update[4] as { firmware_meta: { uuid: string } }).firmware_meta.uuid).toBe(firmwareUuid);
+    });
+
+    it('removes a failed update', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await upgrade(identifier);
+      await client.next((f) => f[3] === 'update');
+      client.push('device', 'status_update', { status: 'failed', reason: 'FWUP error : bad' });
+      await settle(client);
+      const rows = await a.db.query(
+        `SELECT 1 FROM pending_updates pu JOIN devices d ON d.id = pu.device_id WHERE d.identifier = $1`,
+        [identifier],
+      );
+      expect(rows).toEqual([]);
+    });
+
+    it('reaches a device connected to another instance', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlA);
+      await upgrade(identifier, b);
+      const update = await client.next((f) => f[3] === 'update');
+      expect((update[4] as { firmware_meta: { uuid: string } }).firmware_meta.uuid).toBe(firmwareUuid);
+    });
+  });
+
+  describe('console', () => {
+    const code = (identifier: string, body: object, via: TestApp = a) =>
+      via.http().post(`/api/devices/${identifier}/code`).set(admin.auth).send(body);
+
+    it('sends one dn per character, then \\r', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      expect(await client.join('console', { console_version: '2.0.0', device_api_version: '2.3.0' })).toEqual(
+        ['2', '2', 'console', 'phx_reply', { status: 'ok', response: {} }],
+      );
+      await code(identifier, { code: 'IO.puts("é😀")' }).expect(204);
+      const frames = await client.many('console', 'dn', 14);
+      expect(frames.map((f) => (f[4] as { data: string }).data)).toEqual([
+        ...'IO.puts("é😀")'.match(/./gu)!,
+        '\r',
+      ]);
+      expect(frames[0]).toEqual(['2', null, 'console', 'dn', { data: 'I' }]);
+    });
+
+    it('answers 409 when the device has no console connection', async () => {
+      const identifier = await newDevice();
+      await code(identifier, { code: '1' }).expect(409, { errors: { detail: 'device is not connected' } });
+      await connectJoined(identifier);
+      await code(identifier, { code: '1' }).expect(409);
+      await code(identifier, { code: '1' }, b).expect(409);
+    });
+
+    it('keeps what the device prints, readable through the console route', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.join('console', { console_version: '2.0.0' });
+      client.push('console', 'up', { data: 'iex(1)> ' });
+      client.push('console', 'up', { data: '2\r\n' });
+      await settle(client);
+      const res = await a.http().get(`/api/devices/${identifier}/console`).set(admin.auth).expect(200);
+      expect(res.body).toEqual({
+        data: { output: 'iex(1)> 2\r\n', updated_at: expect.stringMatching(/Z$/) },
+      });
+      const viewer = await a.fixtures.user();
+      await a.fixtures.addMember(org, viewer, 'view');
+      await a.http().get(`/api/devices/${identifier}/console`).set(viewer.auth).expect(403);
+      const empty = await newDevice();
+      expect((await a.http().get(`/api/devices/${empty}/console`).set(admin.auth).expect(200)).body).toEqual({
+        data: { output: '', updated_at: null },
+      });
+    });
+
+    it('bounds the kept output to the last 64 KiB', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.join('console', { console_version: '2.0.0' });
+      client.push('console', 'up', { data: 'a'.repeat(40_000) });
+      await settle(client);
+      await a.http().get(`/api/devices/${identifier}/console`).set(admin.auth).expect(200);
+      client.push('console', 'up', { data: 'b'.repeat(40_000) });
+      await settle(client);
+      const { output } = (await a.http().get(`/api/devices/${identifier}/console`).set(admin.auth)).body.data;
+      expect(output.length).toBe(64 * 1024);
+      expect(output.endsWith('b'.repeat(40_000))).toBe(true);
+    });
+
+    it('reaches a console connected to another instance, code larger than one bus message', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlA);
+      await client.join('console', { console_version: '2.0.0' });
+      const text = 'x'.repeat(2500) + '"\\\u0001é';
+      await code(identifier, { code: text }, b).expect(204);
+      const frames = await client.many('console', 'dn', [...text].length + 1);
+      expect(frames.map((f) => (f[4] as { data: string }).data).join('')).toBe(`${text}\r`);
+    });
+  });
+
+  describe('extensions', () => {
+    it('offers network_identity, requests identities and claims the reported iroh endpoint', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.next((f) => f[3] === 'extensions:get');
+      const reply = await client.join('extensions', {
+        health: '0.0.1',
+        network_identity: '0.0.1',
+        geo: '0.0.1',
+      });
+      expect(reply[4]).toEqual({ status: 'ok', response: ['network_identity'] });
+      client.push('extensions', 'network_identity:attached', {});
+      expect(await client.next((f) => f[2] === 'extensions')).toEqual([
+        client.joinRefs.get('extensions'),
+        null,
+        'extensions',
+        'network_identity:request',
+        {},
+      ]);
+      // Malformed reports are ignored, never answered, never fatal.
+      client.push('extensions', 'network_identity:report', { identities: 'nope' });
+      client.push('extensions', 'network_identity:report', { identities: [null, 5, { service: 'iroh' }] });
+      const endpoint = randomBytes(32).toString('hex');
+      client.push('extensions', 'network_identity:report', {
+        identities: [
+          { service: 'tailscale', identifier: 'ts-1', details: {} },
+          { service: 'iroh', identifier: endpoint, details: { relay: 'https://relay.example' } },
+        ],
+      });
+      await settle(client);
+      expect(client.pending()).toEqual([]);
+      const res = await a
+        .http()
+        .get(`/api/orgs/${org}/iroh_endpoints/${endpoint}`)
+        .set(admin.auth)
+        .expect(200);
+      expect(res.body.data).toMatchObject({ identifier: endpoint, source: 'device_reported' });
+      expect(JSON.stringify(res.body.data.owner)).toContain(identifier);
+    });
+
+    it('answers a message for an extension that was not offered with the detach error', async () => {
+      const client = await connectJoined(await newDevice());
+      await client.join('extensions', { health: '0.0.1' });
+      const ref = client.push('extensions', 'health:attached', {});
+      expect(await client.next((f) => f[1] === ref)).toEqual([
+        client.joinRefs.get('extensions'),
+        ref,
+        'extensions',
+        'phx_reply',
+        { status: 'error', response: 'detach' },
+      ]);
+    });
+  });
+
+  describe('bus', () => {
+    it('reconnects its listener when the connection drops, and keeps delivering', async () => {
+      const busBackends = `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE application_name = 'fleethub-bus' AND datname = current_database() AND backend_start > $1`;
+      const [{ n: running }] = await a.db.query(busBackends, ['1970-01-01T00:00:00Z']);
+      expect(running).toBe(2);
+      const cut = new Date().toISOString();
+      await a.db.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'fleethub-bus' AND datname = current_database()`,
+      );
+      const [{ n }] = await eventually(
+        () => a.db.query(busBackends, [cut]),
+        (rows: { n: number }[]) => rows[0].n === 2,
+        10_000,
+      );
+      expect(n).toBe(2);
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlA);
+      await client.join('console', { console_version: '2.0.0' });
+      await a.http().post(`/api/devices/${identifier}/code`).set(admin.auth).send({ code: 'ok' }).expect(204);
+      await b.http().post(`/api/devices/${identifier}/code`).set(admin.auth).send({ code: 'ok' }).expect(204);
+      expect(await client.many('console', 'dn', 6)).toHaveLength(6);
+    });
+  });
+
+  describe('presence', () => {
+    it('reaps devices held by an instance whose lease ran out', async () => {
+      const identifier = await newDevice();
+      const dead = '00000000-0000-4000-8000-000000000001';
+      await a.db.query(
+        `INSERT INTO gateway_instances (id, hostname, lease_until) VALUES ($1, 'gone', now() - interval '1 minute')`,
+        [dead],
+      );
+      await a.db.query(
+        `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2 WHERE identifier = $1`,
+        [identifier, dead],
+      );
+      await b.app.get(PresenceService).reap();
+      expect((await showDevice(identifier)).connection_status).toBe('disconnected');
+      expect(await a.db.query(`SELECT 1 FROM gateway_instances WHERE id = $1`, [dead])).toEqual([]);
+      const live = await a.db.query(`SELECT id FROM gateway_instances ORDER BY id`);
+      expect(live.map((r: { id: string }) => r.id).sort()).toEqual(
+        [a.app.get(DeviceGateway).instanceId, b.app.get(DeviceGateway).instanceId].sort(),
+      );
+    });
+
+    it('writes last_communication in batches', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await a.db.query(
+        `UPDATE devices SET last_communication = now() - interval '1 hour' WHERE identifier = $1`,
+        [identifier],
+      );
+      const presence = a.app.get(PresenceService);
+      const [{ id }] = await a.db.query(`SELECT id FROM devices WHERE identifier = $1`, [identifier]);
+      // Pretend the last write was long ago: the next frame marks the device for the next flush.
+      (presence as unknown as { written: Map<string, number> }).written.set(id, 0);
+      await settle(client);
+      await presence.flush();
+      const device = await showDevice(identifier);
+      expect(Date.parse(device.last_communication as string)).toBeGreaterThan(Date.now() - 10_000);
+    });
+
+    it('marks every device of an instance disconnected when it shuts down', async () => {
+      const c = await createTestApp(
+        {},
+        { databaseUrl: a.databaseUrl, overrides: [{ provide: DeviceAuthenticator, useValue: authA }] },
+      );
+      const urlC = await listen(c);
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlC);
+      await c.close();
+      expect(await client.closed).toBe(1001);
+      expect((await showDevice(identifier)).connection_status).toBe('disconnected');
+    });
+  });
+});
