@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -7,9 +7,15 @@ import { type AuthenticatedRequest, PUBLIC_ROUTE, ROUTE_NAME } from '../common/a
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../common/auth/route-policies';
 import { type Role, roleSatisfies } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
+import { ErrorCode } from '../common/errors/error-codes';
+import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
+import { APP_CONFIG, type AppConfig } from '../config/config';
 import { TokensService } from './tokens.service';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const TOO_MANY_FAILURES = 'too many failed authentications from this address, try again later';
+const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
+const MAX_BLOCKED = 10_000;
 
 /**
  * Denies by default: a route passes only if it is @Public() or names its policy with @Route(). For a
@@ -22,15 +28,29 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly tokens: TokensService,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly limiter: RateLimiter,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /** Source addresses over the failed-authentication limit, until their window ends (this instance). */
+  private readonly blocked = new Map<string, number>();
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
 
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const actor = await this.tokens.authenticate(request.headers.authorization);
+    const authenticated = await this.authenticate(request);
+    // A copy: the token cache shares the authenticated actor between requests.
+    const actor = { ...authenticated, requestId: (request as { id?: string }).id };
     request.actor = actor;
+    // Counted concurrently with the checks below; the limiter never throws (it fails open).
+    const limit = this.limiter.hit(bucketKey('api', actor.tokenId), this.config.rateLimitApiPerMin);
+    const rateChecked = async <T>(value: T): Promise<T> => {
+      const result = await limit;
+      if (!result.allowed) throw rateLimited(result, TOO_MANY_REQUESTS);
+      return value;
+    };
     if (actor.scope === 'read' && !READ_METHODS.has(request.method)) throw DomainError.readOnlyToken();
 
     const name = this.reflector.getAllAndOverride<RouteName | undefined>(ROUTE_NAME, targets);
@@ -39,13 +59,45 @@ export class AuthGuard implements CanActivate {
 
     switch (policy.scope) {
       case 'user':
-        return true;
+        return rateChecked(true);
       case 'org':
         request.access = await this.orgAccess(request, policy.role);
-        return true;
+        return rateChecked(true);
       case 'device':
         request.access = await this.deviceAccess(request, policy.role);
-        return true;
+        return rateChecked(true);
+    }
+  }
+
+  /**
+   * The token's actor. A presented credential that fails counts against the source address; over the
+   * limit, the address gets 429 (before any token lookup) until its window ends.
+   */
+  private async authenticate(request: AuthenticatedRequest) {
+    const header = request.headers.authorization;
+    const limit = this.config.rateLimitAuthFailuresPerMin;
+    const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    const blockedUntil = limit > 0 && header !== undefined ? this.blocked.get(address) : undefined;
+    if (blockedUntil !== undefined) {
+      const now = Date.now();
+      if (blockedUntil > now) {
+        throw rateLimited(
+          { retryAfter: Math.max(1, Math.ceil((blockedUntil - now) / 1000)) },
+          TOO_MANY_FAILURES,
+        );
+      }
+      this.blocked.delete(address);
+    }
+    try {
+      return await this.tokens.authenticate(header);
+    } catch (err) {
+      const unauthenticated = err instanceof DomainError && err.code === ErrorCode.UNAUTHENTICATED;
+      if (!unauthenticated || limit <= 0 || header === undefined) throw err;
+      const result = await this.limiter.hit(bucketKey('authfail', address), limit);
+      if (result.allowed) throw err;
+      if (this.blocked.size >= MAX_BLOCKED) this.blocked.clear();
+      this.blocked.set(address, result.resetAt);
+      throw rateLimited(result, TOO_MANY_FAILURES);
     }
   }
 

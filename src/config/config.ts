@@ -17,6 +17,16 @@ export interface AppConfig {
   logLevel: LogLevel;
   /** Largest firmware upload accepted, in bytes. */
   firmwareMaxBytes: number;
+  /** Login attempts per minute per account (per source address: three times this); 0 disables. */
+  rateLimitLoginPerMin: number;
+  /** Authenticated API calls per minute per token; 0 disables. */
+  rateLimitApiPerMin: number;
+  /** Failed bearer authentications per minute per source address; 0 disables. */
+  rateLimitAuthFailuresPerMin: number;
+  /** Origins allowed by CORS (exact `scheme://host[:port]`, or `*`); empty: CORS is off. */
+  corsOrigins: string[];
+  /** An API call that takes longer than this answers 503 (firmware transfers excepted); 0 disables. */
+  requestTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +107,37 @@ export function loadConfig(env: Env = process.env): AppConfig {
 
   const firmwareMaxMiB = integer(env, 'FLEETHUB_FIRMWARE_MAX_MIB', 256, 1, 16384, problems);
 
+  const rateLimitLoginPerMin = integer(env, 'FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN', 10, 0, 1_000_000, problems);
+  const rateLimitApiPerMin = integer(env, 'FLEETHUB_RATE_LIMIT_API_PER_MIN', 6000, 0, 10_000_000, problems);
+  const rateLimitAuthFailuresPerMin = integer(
+    env,
+    'FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN',
+    30,
+    0,
+    1_000_000,
+    problems,
+  );
+  const corsOrigins = (present(env, 'FLEETHUB_CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '');
+  for (const origin of corsOrigins) {
+    if (origin === '*') continue;
+    let valid = false;
+    try {
+      const url = new URL(origin);
+      valid = (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin;
+    } catch {
+      valid = false;
+    }
+    if (!valid) {
+      problems.push(
+        `FLEETHUB_CORS_ORIGINS must be a comma-separated list of origins such as https://ops.example.com, or * (got "${origin}")`,
+      );
+    }
+  }
+  const requestTimeoutSec = integer(env, 'FLEETHUB_REQUEST_TIMEOUT_SEC', 30, 0, 3600, problems);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -107,6 +148,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     secretKey,
     logLevel,
     firmwareMaxBytes: firmwareMaxMiB * 1024 * 1024,
+    rateLimitLoginPerMin,
+    rateLimitApiPerMin,
+    rateLimitAuthFailuresPerMin,
+    corsOrigins,
+    requestTimeoutMs: requestTimeoutSec * 1000,
   };
 }
 

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
@@ -71,6 +72,7 @@ export class FirmwareService {
     private readonly products: ProductsService,
     private readonly keys: SigningKeysService,
     private readonly storage: FirmwareStorage,
+    private readonly audit: AuditService,
   ) {}
 
   async list(access: OrgAccess, productName: string): Promise<{ data: FirmwareView[] }> {
@@ -98,7 +100,18 @@ export class FirmwareService {
     const product = await this.products.findInOrg(access, productName);
     const firmware = await this.find(product, uuid);
     try {
-      await this.db.getRepository(Firmware).delete({ id: firmware.id });
+      await this.db.transaction(async (tx) => {
+        const result = await tx.getRepository(Firmware).delete({ id: firmware.id });
+        if (!result.affected) throw DomainError.notFound();
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'firmware.delete',
+          targetType: 'firmware',
+          targetId: firmware.uuid,
+          details: { product: product.name, version: firmware.version },
+        });
+      });
     } catch (err) {
       if (isForeignKeyViolation(err))
         throw DomainError.conflict('a pending device update still targets this firmware');
@@ -192,7 +205,7 @@ export class FirmwareService {
         }
         await this.storage.adopt(storageKey, file.path);
         stored = true;
-        return repo.save(
+        const saved = await repo.save(
           repo.create({
             productId: product.id,
             uuid,
@@ -215,6 +228,15 @@ export class FirmwareService {
             uploadedById: access.actor.userId,
           }),
         );
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'firmware.upload',
+          targetType: 'firmware',
+          targetId: uuid,
+          details: { product: product.name, version: meta.version!, size: file.size },
+        });
+        return saved;
       });
     } catch (err) {
       if (stored) await this.storage.remove(storageKey);

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
@@ -131,7 +132,10 @@ function isRetryable(err: unknown): boolean {
 export class IrohService {
   private readonly logger = new Logger(IrohService.name);
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly audit: AuditService,
+  ) {}
 
   /**
    * Registers an endpoint by hand (source `operator`), held by the organization or by one of its members.
@@ -143,15 +147,33 @@ export class IrohService {
     const userId = dto.user_email ? await this.memberId(access.orgId, dto.user_email) : null;
     let rows: EndpointRow[];
     try {
-      rows = await this.db.query(
-        `WITH e AS (
-           INSERT INTO iroh_endpoints (org_id, identifier, service, instance, details, source, user_id)
-           VALUES ($1, $2, $3, $4, $5, 'operator', $6)
-           RETURNING *
-         )
-         SELECT ${RECORD_COLUMNS} FROM e ${OWNER_JOINS}`,
-        [access.orgId, identifier, IROH_SERVICE, dto.instance ?? DEFAULT_INSTANCE, dto.details ?? {}, userId],
-      );
+      rows = await this.db.transaction(async (tx) => {
+        const inserted: EndpointRow[] = await tx.query(
+          `WITH e AS (
+             INSERT INTO iroh_endpoints (org_id, identifier, service, instance, details, source, user_id)
+             VALUES ($1, $2, $3, $4, $5, 'operator', $6)
+             RETURNING *
+           )
+           SELECT ${RECORD_COLUMNS} FROM e ${OWNER_JOINS}`,
+          [
+            access.orgId,
+            identifier,
+            IROH_SERVICE,
+            dto.instance ?? DEFAULT_INSTANCE,
+            dto.details ?? {},
+            userId,
+          ],
+        );
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'iroh_endpoint.create',
+          targetType: 'iroh_endpoint',
+          targetId: identifier,
+          details: { instance: dto.instance ?? DEFAULT_INSTANCE, user_email: dto.user_email ?? null },
+        });
+        return inserted;
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw DomainError.conflict(ALREADY_REGISTERED);
       // The member's account was deleted between the lookup and the insert.
@@ -209,11 +231,20 @@ export class IrohService {
   async remove(access: OrgAccess, rawIdentifier: string): Promise<void> {
     const identifier = normaliseEndpointId(rawIdentifier);
     if (identifier === null) throw DomainError.notFound();
-    const [, deleted]: [unknown, number] = await this.db.query(
-      `DELETE FROM iroh_endpoints WHERE org_id = $1 AND service = $2 AND identifier = $3`,
-      [access.orgId, IROH_SERVICE, identifier],
-    );
-    if (deleted === 0) throw DomainError.notFound();
+    await this.db.transaction(async (tx) => {
+      const [, deleted]: [unknown, number] = await tx.query(
+        `DELETE FROM iroh_endpoints WHERE org_id = $1 AND service = $2 AND identifier = $3`,
+        [access.orgId, IROH_SERVICE, identifier],
+      );
+      if (deleted === 0) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'iroh_endpoint.delete',
+        targetType: 'iroh_endpoint',
+        targetId: identifier,
+      });
+    });
   }
 
   /**

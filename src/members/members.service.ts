@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { OrgAccess } from '../common/auth/actor';
+import { AuditService } from '../audit/audit.service';
+import type { Actor, OrgAccess } from '../common/auth/actor';
 import type { Role } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
@@ -13,7 +14,10 @@ const LAST_ADMIN = 'an organization needs at least one admin: add another admin 
 
 @Injectable()
 export class MembersService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly audit: AuditService,
+  ) {}
 
   async list(access: OrgAccess): Promise<{ data: MemberView[] }> {
     const rows: MemberView[] = await this.db.query(
@@ -25,14 +29,14 @@ export class MembersService {
   }
 
   async add(access: OrgAccess, email: string, role: Role): Promise<{ data: MemberView }> {
-    return { data: await this.insert(access.orgId, email, role) };
+    return { data: await this.insert(access.orgId, email, role, access.actor) };
   }
 
   /** For the CLI: the organization by name. */
   async addByOrgName(orgName: string, email: string, role: Role): Promise<MemberView> {
     const org = await this.db.getRepository(Org).findOneBy({ name: orgName });
     if (!org) throw DomainError.invalidField('org', 'does not exist');
-    return this.insert(org.id, email, role);
+    return this.insert(org.id, email, role, null);
   }
 
   async updateRole(access: OrgAccess, email: string, role: Role): Promise<{ data: MemberView }> {
@@ -44,6 +48,14 @@ export class MembersService {
         `UPDATE org_memberships SET role = $3, updated_at = now() WHERE org_id = $1 AND user_id = $2`,
         [access.orgId, member.user_id, role],
       );
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'member.update',
+        targetType: 'member',
+        targetId: member.email,
+        details: { role, previous_role: member.role },
+      });
       return { data: { email: member.email, name: member.name, role } };
     });
   }
@@ -56,10 +68,23 @@ export class MembersService {
         access.orgId,
         member.user_id,
       ]);
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'member.remove',
+        targetType: 'member',
+        targetId: member.email,
+        details: { role: member.role },
+      });
     });
   }
 
-  private async insert(orgId: string, rawEmail: string, role: Role): Promise<MemberView> {
+  private async insert(
+    orgId: string,
+    rawEmail: string,
+    role: Role,
+    actor: Actor | null,
+  ): Promise<MemberView> {
     const email = normaliseEmail(rawEmail);
     const users: { id: string; email: string; name: string }[] = await this.db.query(
       `SELECT id, email, name FROM users WHERE email = $1`,
@@ -68,11 +93,21 @@ export class MembersService {
     const user = users[0];
     if (!user) throw DomainError.invalidField('email', 'does not belong to a registered user');
     try {
-      await this.db.query(`INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)`, [
-        orgId,
-        user.id,
-        role,
-      ]);
+      await this.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)`, [
+          orgId,
+          user.id,
+          role,
+        ]);
+        await this.audit.record(tx, {
+          orgId,
+          actor,
+          action: 'member.add',
+          targetType: 'member',
+          targetId: user.email,
+          details: { role },
+        });
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw DomainError.invalidField('email', 'is already a member');
       throw err;

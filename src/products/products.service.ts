@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
@@ -20,7 +21,10 @@ export function productView(product: Product): ProductView {
 
 @Injectable()
 export class ProductsService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly audit: AuditService,
+  ) {}
 
   /** The product of the caller's organization, or the contract's 404. */
   async findInOrg(access: OrgAccess, name: string): Promise<Product> {
@@ -30,9 +34,19 @@ export class ProductsService {
   }
 
   async create(access: OrgAccess, dto: CreateProductDto): Promise<Created<{ data: ProductView }>> {
-    const repo = this.db.getRepository(Product);
     try {
-      const product = await repo.save(repo.create({ orgId: access.orgId, name: dto.name }));
+      const product = await this.db.transaction(async (tx) => {
+        const repo = tx.getRepository(Product);
+        const saved = await repo.save(repo.create({ orgId: access.orgId, name: dto.name }));
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'product.create',
+          targetType: 'product',
+          targetId: saved.name,
+        });
+        return saved;
+      });
       return new Created(`/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}`, {
         data: productView(product),
       });
@@ -67,8 +81,18 @@ export class ProductsService {
       changes.requireUniqueFirmwareVersion = dto.require_unique_firmware_version;
     }
     if (Object.keys(changes).length === 0) return { data: productView(product) };
-    const result = await this.db.getRepository(Product).update({ id: product.id }, changes);
-    if (!result.affected) throw DomainError.notFound();
+    await this.db.transaction(async (tx) => {
+      const result = await tx.getRepository(Product).update({ id: product.id }, changes);
+      if (!result.affected) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'product.update',
+        targetType: 'product',
+        targetId: product.name,
+        details: { ...dto },
+      });
+    });
     return { data: productView({ ...product, ...changes }) };
   }
 
@@ -76,7 +100,17 @@ export class ProductsService {
   async remove(access: OrgAccess, name: string): Promise<void> {
     const product = await this.findInOrg(access, name);
     try {
-      await this.db.getRepository(Product).delete({ id: product.id });
+      await this.db.transaction(async (tx) => {
+        const result = await tx.getRepository(Product).delete({ id: product.id });
+        if (!result.affected) throw DomainError.notFound();
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'product.delete',
+          targetType: 'product',
+          targetId: product.name,
+        });
+      });
     } catch (err) {
       if (isForeignKeyViolation(err)) {
         throw DomainError.conflict('the product still has devices: delete or move them first');

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { Created, pathSegment } from '../common/http/created';
@@ -52,6 +53,7 @@ export class ScriptsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly products: ProductsService,
+    private readonly audit: AuditService,
   ) {}
 
   async create(
@@ -60,14 +62,25 @@ export class ScriptsService {
     dto: CreateScriptDto,
   ): Promise<Created<{ data: ScriptView }>> {
     const product = await this.products.findInOrg(access, productName);
-    const inserted = await this.db.getRepository(SupportScript).insert({
-      productId: product.id,
-      name: dto.name,
-      text: dto.text,
-      tags: normaliseTags(dto.tags).join(','),
-      createdById: access.actor.userId,
+    const id = await this.db.transaction(async (tx) => {
+      const inserted = await tx.getRepository(SupportScript).insert({
+        productId: product.id,
+        name: dto.name,
+        text: dto.text,
+        tags: normaliseTags(dto.tags).join(','),
+        createdById: access.actor.userId,
+      });
+      const newId = String((inserted.identifiers[0] as { id: string }).id);
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'script.create',
+        targetType: 'script',
+        targetId: newId,
+        details: { product: product.name, name: dto.name },
+      });
+      return newId;
     });
-    const id = String((inserted.identifiers[0] as { id: string }).id);
     const view = await this.load(product.id, id);
     return new Created(
       `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/scripts/${id}`,
@@ -117,10 +130,18 @@ export class ScriptsService {
     if (dto.text !== undefined) changes.text = dto.text;
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags).join(',');
     if (Object.keys(changes).length > 0) {
-      const result = await this.db
-        .getRepository(SupportScript)
-        .update({ id, productId: product.id }, changes);
-      if (!result.affected) throw DomainError.notFound();
+      await this.db.transaction(async (tx) => {
+        const result = await tx.getRepository(SupportScript).update({ id, productId: product.id }, changes);
+        if (!result.affected) throw DomainError.notFound();
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'script.update',
+          targetType: 'script',
+          targetId: id,
+          details: { product: product.name, fields: Object.keys(changes) },
+        });
+      });
     }
     const view = await this.load(product.id, id);
     if (!view) throw DomainError.notFound();
@@ -130,9 +151,19 @@ export class ScriptsService {
   async remove(access: OrgAccess, productName: string, rawId: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
     const id = parseBigId(rawId);
-    const result =
-      id === null ? null : await this.db.getRepository(SupportScript).delete({ id, productId: product.id });
-    if (!result?.affected) throw DomainError.notFound();
+    if (id === null) throw DomainError.notFound();
+    await this.db.transaction(async (tx) => {
+      const result = await tx.getRepository(SupportScript).delete({ id, productId: product.id });
+      if (!result.affected) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'script.delete',
+        targetType: 'script',
+        targetId: id,
+        details: { product: product.name },
+      });
+    });
   }
 
   private async load(productId: string, id: string): Promise<ScriptView | null> {

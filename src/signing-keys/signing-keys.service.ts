@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { OrgAccess } from '../common/auth/actor';
+import { AuditService } from '../audit/audit.service';
+import type { Actor, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
@@ -16,10 +17,13 @@ function view(key: SigningKey): SigningKeyView {
 
 @Injectable()
 export class SigningKeysService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly audit: AuditService,
+  ) {}
 
   async create(access: OrgAccess, name: string, key: string): Promise<Created<{ data: SigningKeyView }>> {
-    const created = await this.insert(access.orgId, name, key);
+    const created = await this.insert(access.orgId, name, key, access.actor);
     return new Created(`/api/orgs/${pathSegment(access.orgName)}/keys/${pathSegment(created.name)}`, {
       data: view(created),
     });
@@ -29,7 +33,7 @@ export class SigningKeysService {
   async createByOrgName(orgName: string, name: string, key: string): Promise<SigningKeyView> {
     const org = await this.db.getRepository(Org).findOneBy({ name: orgName });
     if (!org) throw DomainError.invalidField('org', 'does not exist');
-    return view(await this.insert(org.id, name.trim(), key.trim()));
+    return view(await this.insert(org.id, name.trim(), key.trim(), null));
   }
 
   async list(access: OrgAccess): Promise<{ data: SigningKeyView[] }> {
@@ -40,8 +44,17 @@ export class SigningKeysService {
   }
 
   async remove(access: OrgAccess, name: string): Promise<void> {
-    const result = await this.db.getRepository(SigningKey).delete({ orgId: access.orgId, name });
-    if (!result.affected) throw DomainError.notFound();
+    await this.db.transaction(async (tx) => {
+      const result = await tx.getRepository(SigningKey).delete({ orgId: access.orgId, name });
+      if (!result.affected) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'signing_key.delete',
+        targetType: 'signing_key',
+        targetId: name,
+      });
+    });
   }
 
   /** The organization's keys, for signature checks. */
@@ -49,7 +62,7 @@ export class SigningKeysService {
     return this.db.getRepository(SigningKey).find({ where: { orgId }, order: { id: 'ASC' } });
   }
 
-  private async insert(orgId: string, name: string, key: string): Promise<SigningKey> {
+  private async insert(orgId: string, name: string, key: string, actor: Actor | null): Promise<SigningKey> {
     if (name === '' || [...name].length > 255) {
       throw DomainError.invalidField(
         'name',
@@ -59,9 +72,20 @@ export class SigningKeysService {
     if (!isValidSigningKey(key)) {
       throw DomainError.invalidField('key', 'must be a base64 ed25519 public key (32 bytes, 44 characters)');
     }
-    const repo = this.db.getRepository(SigningKey);
     try {
-      return await repo.save(repo.create({ orgId, name, key }));
+      return await this.db.transaction(async (tx) => {
+        const repo = tx.getRepository(SigningKey);
+        const saved = await repo.save(repo.create({ orgId, name, key }));
+        await this.audit.record(tx, {
+          orgId,
+          actor,
+          action: 'signing_key.create',
+          targetType: 'signing_key',
+          targetId: name,
+          details: { key },
+        });
+        return saved;
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw DomainError.invalidField('name', 'has already been taken');
       throw err;

@@ -9,6 +9,8 @@ export interface Actor {
   name: string;
   tokenId: string;
   scope: TokenScope;
+  /** The request this actor is acting in (`x-request-id`), recorded in the audit log. */
+  requestId?: string;
 }
 
 /** The caller's membership of the organization a route works in, resolved by the AuthGuard. */

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { DomainError } from './domain-error';
 import { errorBody } from './error-body';
 import { ErrorCode, INTERNAL_DETAIL } from './error-codes';
-import { isDatabaseUnavailable } from './postgres-errors';
+import { isDatabaseUnavailable, isUnstorableText } from './postgres-errors';
 
 /** Errors raised by body-parser and other express middleware carry a status and a type. */
 interface MiddlewareError {
@@ -23,6 +23,15 @@ export function toDomainError(exception: unknown): DomainError | null {
     if (status === 429) return new DomainError(ErrorCode.RATE_LIMITED, 'too many requests');
     if (status === 415) return new DomainError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'unsupported content type');
     if (status >= 400 && status < 500) return DomainError.badRequest(exception.message || 'bad request');
+    // e.g. the readiness check (terminus) when the database does not answer.
+    if (status === 503) {
+      return new DomainError(
+        ErrorCode.DATABASE_UNAVAILABLE,
+        'service unavailable',
+        {},
+        { 'Retry-After': '5' },
+      );
+    }
     return null;
   }
   const middleware = exception as MiddlewareError | null;
@@ -46,6 +55,9 @@ export function toDomainError(exception: unknown): DomainError | null {
     return DomainError.badRequest('bad request');
   }
   if (exception instanceof URIError) return DomainError.badRequest('malformed URL encoding');
+  if (isUnstorableText(exception)) {
+    return DomainError.badRequest('the request contains a NUL character or text that cannot be stored');
+  }
   if (isDatabaseUnavailable(exception)) {
     return new DomainError(
       ErrorCode.DATABASE_UNAVAILABLE,

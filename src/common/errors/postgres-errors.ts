@@ -22,7 +22,10 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return code === '23503' || code === '23001';
 }
 
-/** Connection-level failures: the database is unreachable or going away. */
+/**
+ * Connection-level failures: the database is unreachable or going away. TypeORM reports a transaction whose
+ * connection died under it as "Query runner already released".
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = pgError(err);
   if (!e) return false;
@@ -32,7 +35,13 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if ((code.startsWith('08') && code !== '08P01') || code === '57P01' || code === '57P02' || code === '57P03')
     return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)|Query runner already released/i.test(
     message,
   );
+}
+
+/** Text PostgreSQL cannot store: a NUL character (22021) or a character the encoding lacks (22P05). */
+export function isUnstorableText(err: unknown): boolean {
+  const code = pgError(err)?.code;
+  return code === '22021' || code === '22P05';
 }

@@ -1,45 +1,123 @@
+import { createHash } from 'node:crypto';
+import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
 
+export interface RateLimitResult {
+  allowed: boolean;
+  hits: number;
+  /** Seconds until the window ends (at least 1). */
+  retryAfter: number;
+  /** When the window ends (ms since the epoch). */
+  resetAt: number;
+}
+
+const ALLOWED: RateLimitResult = { allowed: true, hits: 0, retryAfter: 1, resetAt: 0 };
+const SWEEP_INTERVAL_MS = 60_000;
+/** A limiter query slower than this is abandoned and the request let through (fail open). */
+const QUERY_BUDGET_MS = 1_000;
+
+/** Keys longer than the column (or carrying user input such as an email) are stored as a hash. */
+export function bucketKey(kind: string, subject: string): string {
+  const key = `${kind}:${subject}`;
+  return key.length <= 96 && /^[\x21-\x7e]*$/.test(key)
+    ? key
+    : `${kind}:#${createHash('sha256').update(subject).digest('base64url')}`;
+}
+
+/** The contract's 429: `{"errors":{"detail":...}}` plus `Retry-After`. */
+export function rateLimited(result: Pick<RateLimitResult, 'retryAfter'>, detail: string): DomainError {
+  return new DomainError(ErrorCode.RATE_LIMITED, detail, {}, { 'Retry-After': String(result.retryAfter) });
+}
+
 /**
- * A fixed-window counter per key, in this process. Used for the login path; a limit is "at most
- * `limit` hits per `windowMs`", and a refusal says how long to wait.
+ * Fixed-window counters in the `rate_limit_buckets` table (UNLOGGED), shared by every instance: one atomic
+ * upsert per hit. When the database does not answer, the limiter lets the request through (fail open): the
+ * request then meets the same database and answers 503 itself, never a 500 caused by the limiter.
  */
-export class FixedWindowLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
+@Injectable()
+export class RateLimiter implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('RateLimiter');
+  private sweeper: NodeJS.Timeout | undefined;
+  private lastFailureLog = 0;
 
-  constructor(
-    private readonly limit: number,
-    private readonly windowMs: number,
-    private readonly maxKeys = 50_000,
-  ) {}
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** Counts a hit for `key`; throws the contract's 429 when over the limit. */
-  hit(key: string, now = Date.now()): void {
-    let window = this.windows.get(key);
-    if (!window || now - window.start >= this.windowMs) {
-      if (this.windows.size >= this.maxKeys) this.evictExpired(now);
-      window = { start: now, count: 0 };
-      this.windows.set(key, window);
-    }
-    window.count += 1;
-    if (window.count > this.limit) {
-      const retryAfter = Math.max(1, Math.ceil((window.start + this.windowMs - now) / 1000));
-      throw new DomainError(
-        ErrorCode.RATE_LIMITED,
-        'too many attempts, try again later',
-        {},
-        {
-          'Retry-After': String(retryAfter),
-        },
-      );
+  onModuleInit(): void {
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  /**
+   * Counts a hit on `key` in a window of `windowMs`; `allowed` is false once the window holds more than
+   * `limit` hits. A limit of 0 disables the check (nothing is written).
+   */
+  async hit(key: string, limit: number, windowMs = 60_000): Promise<RateLimitResult> {
+    if (limit <= 0) return ALLOWED;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const rows = await Promise.race([
+        this.db.query<{ hits: number; expires_at: Date }[]>(
+          `INSERT INTO rate_limit_buckets AS b (key, hits, expires_at)
+           VALUES ($1, 1, now() + $2 * interval '1 millisecond')
+           ON CONFLICT (key) DO UPDATE
+             SET hits = CASE WHEN b.expires_at < now() THEN 1 ELSE b.hits + 1 END,
+                 expires_at = CASE WHEN b.expires_at < now() THEN EXCLUDED.expires_at ELSE b.expires_at END
+           RETURNING hits, expires_at`,
+          [key.slice(0, 255), windowMs],
+        ),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('rate limiter query timed out')), QUERY_BUDGET_MS);
+        }),
+      ]);
+      const row = rows[0];
+      const resetAt = new Date(row.expires_at).getTime();
+      return {
+        allowed: row.hits <= limit,
+        hits: row.hits,
+        retryAfter: Math.max(1, Math.ceil((resetAt - Date.now()) / 1000)),
+        resetAt,
+      };
+    } catch (err) {
+      this.logFailure(err);
+      return ALLOWED;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  private evictExpired(now: number): void {
-    for (const [key, window] of this.windows) {
-      if (now - window.start >= this.windowMs) this.windows.delete(key);
+  /** Counts a hit and throws the contract's 429 when over the limit. */
+  async consume(key: string, limit: number, detail: string, windowMs = 60_000): Promise<void> {
+    const result = await this.hit(key, limit, windowMs);
+    if (!result.allowed) throw rateLimited(result, detail);
+  }
+
+  /** Deletes windows that have ended; runs on every instance, which is harmless. */
+  async sweep(): Promise<number> {
+    try {
+      const [, count]: [unknown, number] = await this.db.query(
+        `DELETE FROM rate_limit_buckets WHERE expires_at < now()`,
+      );
+      return count;
+    } catch (err) {
+      this.logFailure(err);
+      return 0;
     }
-    if (this.windows.size >= this.maxKeys) this.windows.clear();
+  }
+
+  private logFailure(err: unknown): void {
+    const now = Date.now();
+    if (now - this.lastFailureLog < 10_000) return;
+    this.lastFailureLog = now;
+    this.logger.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      'rate limiter unavailable; letting requests through',
+    );
   }
 }

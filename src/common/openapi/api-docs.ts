@@ -66,6 +66,14 @@ export interface OperationDoc {
 /** Documents one operation: summary, success body wrapped in `data`, and every error it can answer. */
 export function ApiOperationDoc(doc: OperationDoc) {
   const status = doc.status ?? 200;
+  const headers = doc.headers
+    ? Object.fromEntries(
+        Object.entries(doc.headers).map(([name, header]) => [
+          name,
+          { ...header, schema: { type: 'string' } },
+        ]),
+      )
+    : undefined;
   const models: Type<unknown>[] = [DetailErrorBody, FieldErrorBody, AuthErrorBody];
   const decorators = [
     HttpCode(status),
@@ -86,12 +94,12 @@ export function ApiOperationDoc(doc: OperationDoc) {
       ApiResponse({
         status,
         description: 'Success',
-        headers: doc.headers,
+        headers,
         schema: { type: 'object', required: ['data'], properties: { data: dataSchema, ...extra } },
       }),
     );
   } else {
-    decorators.push(ApiResponse({ status, description: 'Success, no content', headers: doc.headers }));
+    decorators.push(ApiResponse({ status, description: 'Success, no content', headers }));
   }
   const errors = new Set(doc.isPublic ? [] : [401, 403, 404]);
   for (const code of doc.errors ?? []) errors.add(code);

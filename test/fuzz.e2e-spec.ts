@@ -1,0 +1,484 @@
+import fc from 'fast-check';
+import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createTestApp, type TestApp } from './support/test-app';
+import { type TestUser, unique } from './support/fixtures';
+
+/**
+ * Schema-driven fuzzing: every operation of the served /api/openapi.json gets random and boundary bodies,
+ * query strings and path values. Asserts: never a 5xx, never a hang, and a refused request (4xx) changes
+ * nothing (a fingerprint of the tables: row counts and the newest updated_at).
+ *
+ * `FUZZ_RUNS` sets the number of requests (default 300); `FUZZ_REPORT=path` writes a Markdown summary;
+ * `FUZZ_SEED` replays a run. `npm run fuzz` does 20,000 requests and writes docs/fuzzing.md.
+ */
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Date.now() % 2 ** 31;
+const REQUEST_TIMEOUT_MS = 10_000;
+/** Tables whose changes are legitimate side effects of any request, or of the process itself. */
+const VOLATILE_TABLES = new Set([
+  'audit_logs',
+  'rate_limit_buckets',
+  'schema_migrations',
+  'gateway_instances',
+]);
+// `access_tokens.last_used_at` (kept current by reads) is not part of the fingerprint: only row counts and
+// `updated_at` are, and the token touch is a raw UPDATE of last_used_at alone.
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+interface Operation {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  path: string;
+  pathParams: string[];
+  queryParams: string[];
+  bodyFields: string[];
+  multipart: boolean;
+  isPublic: boolean;
+}
+
+const HUGE = 'x'.repeat(70_000);
+const RAW = '%RAW%';
+
+/** Percent-encodes the UTF-8 bytes (a lone surrogate becomes U+FFFD); `RAW`-prefixed values go as they are. */
+function enc(value: string): string {
+  if (value.startsWith(RAW)) return value.slice(RAW.length);
+  return [...Buffer.from(value, 'utf8')]
+    .map((b) =>
+      /[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
+    .join('');
+}
+const EVIL_STRINGS = [
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  HUGE,
+  'é'.repeat(300),
+  '😀'.repeat(100),
+  '\uD800',
+  '\u202Eevil',
+  "' OR 1=1 --",
+  "'; DROP TABLE users; --",
+  '%',
+  '_',
+  '%_%\\',
+  '\\',
+  '../../etc/passwd',
+  '%2e%2e%2f',
+  '%00',
+  'null',
+  'true',
+  '-1',
+  '0',
+  '1e309',
+  '99999999999999999999999',
+  '2026-13-45T99:99:99Z',
+  '<script>alert(1)</script>',
+  '{"a":1}',
+  '=cmd|/C calc',
+  'connected',
+  'fwup',
+  'view',
+  'admin',
+  'asc',
+  'desc',
+  'identifier',
+  // Sent as they are in a path or query string: malformed percent-encoding.
+  `${RAW}%zz`,
+  `${RAW}%E0%A4%A`,
+  `${RAW}%`,
+];
+const EVIL_NUMBERS = [0, -1, 1, 2 ** 31, -(2 ** 31) - 1, 2 ** 53 + 1, -(2 ** 63), 1e308, 1.5, -0.0001];
+
+const evilString = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...EVIL_STRINGS) },
+  { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
+  { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
+);
+
+const evilScalar: fc.Arbitrary<Json> = fc.oneof(
+  { weight: 4, arbitrary: evilString },
+  { weight: 2, arbitrary: fc.constantFrom<Json>(...EVIL_NUMBERS) },
+  { weight: 1, arbitrary: fc.integer() },
+  { weight: 1, arbitrary: fc.constantFrom<Json>(null, true, false) },
+);
+
+const evilValue: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 6, arbitrary: evilScalar },
+    { weight: 1, arbitrary: fc.array(tie('value'), { maxLength: 4 }) },
+    { weight: 1, arbitrary: fc.dictionary(evilString, tie('value'), { maxKeys: 3 }) },
+  ),
+})).value;
+
+function resolveRef(doc: OpenApiDoc, schema: SchemaObject | undefined, depth = 0): SchemaObject | undefined {
+  if (!schema || depth > 5) return schema;
+  if (schema.$ref) {
+    const name = schema.$ref.split('/').pop()!;
+    return resolveRef(doc, doc.components?.schemas?.[name], depth + 1);
+  }
+  return schema;
+}
+
+interface SchemaObject {
+  $ref?: string;
+  properties?: Record<string, SchemaObject>;
+  allOf?: SchemaObject[];
+}
+interface OpenApiDoc {
+  paths: Record<string, Record<string, OperationObject>>;
+  components?: { schemas?: Record<string, SchemaObject> };
+}
+interface OperationObject {
+  parameters?: { in: string; name: string }[];
+  requestBody?: { content: Record<string, { schema?: SchemaObject }> };
+  security?: unknown[];
+}
+
+/** Field names of a request body schema, one level of nesting included (e.g. `product.name`). */
+function bodyFields(doc: OpenApiDoc, schema: SchemaObject | undefined): string[] {
+  const resolved = resolveRef(doc, schema);
+  const fields: string[] = [];
+  for (const [name, property] of Object.entries(resolved?.properties ?? {})) {
+    fields.push(name);
+    const inner = resolveRef(doc, property);
+    for (const sub of Object.keys(inner?.properties ?? {})) fields.push(`${name}.${sub}`);
+  }
+  return fields;
+}
+
+function operations(doc: OpenApiDoc): Operation[] {
+  const ops: Operation[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+      const content = op.requestBody?.content ?? {};
+      ops.push({
+        method: method as Operation['method'],
+        path,
+        pathParams: (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name),
+        queryParams: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
+        bodyFields: bodyFields(doc, content['application/json']?.schema),
+        multipart: 'multipart/form-data' in content,
+        isPublic: Array.isArray(op.security) && op.security.length === 0,
+      });
+    }
+  }
+  return ops;
+}
+
+function setPath(target: Record<string, Json>, dotted: string, value: Json): void {
+  const [head, ...rest] = dotted.split('.');
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const inner = target[head];
+  const object = inner && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
+  target[head] = object;
+  setPath(object, rest.join('.'), value);
+}
+
+interface Sample {
+  op: number;
+  /** Per path parameter: a real fixture value (null) or a hostile one. */
+  pathValues: (string | null)[];
+  query: [string, string | string[]][];
+  body:
+    | { kind: 'fields'; fields: [number, Json][] }
+    | { kind: 'json'; value: Json }
+    | { kind: 'raw'; text: string; type: string }
+    | { kind: 'none' };
+  auth: 'admin' | 'none' | 'garbage';
+}
+
+describe('schema-driven fuzzing of /api/openapi.json', () => {
+  let t: TestApp;
+  let admin: TestUser;
+  let org: string;
+  let ops: Operation[];
+  const fixture = { product: '', device: '', script: '', key: '', iroh: '', email: '' };
+  const statuses = new Map<number, number>();
+  const perOperation = new Map<string, Map<number, number>>();
+  let requests = 0;
+  let slowest = 0;
+
+  async function fingerprint(): Promise<string> {
+    const tables: { table_name: string; has_updated: boolean }[] = await t.db.query(
+      `SELECT c.relname AS table_name,
+              EXISTS (SELECT 1 FROM information_schema.columns col
+                       WHERE col.table_schema = 'public' AND col.table_name = c.relname
+                         AND col.column_name = 'updated_at') AS has_updated
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY c.relname`,
+    );
+    const parts = tables
+      .filter((row) => !VOLATILE_TABLES.has(row.table_name))
+      .map((row) =>
+        row.has_updated
+          ? `SELECT '${row.table_name}' AS t, count(*)::text || '@' || coalesce(max(updated_at)::text, '-') AS v FROM "${row.table_name}"`
+          : `SELECT '${row.table_name}' AS t, count(*)::text AS v FROM "${row.table_name}"`,
+      );
+    const rows: { t: string; v: string }[] = await t.db.query(parts.join(' UNION ALL '));
+    return rows.map((r) => `${r.t}=${r.v}`).join(' ');
+  }
+
+  async function ensureFixtures(): Promise<void> {
+    const api = () => t.http();
+    const exists = async (value: string, path: string) =>
+      value !== '' && (await api().get(path).set(admin.auth)).status === 200;
+    if (!(await exists(fixture.product, `/api/orgs/${org}/products/${fixture.product}`))) {
+      fixture.product = unique('fuzz-product-');
+      await api()
+        .post(`/api/orgs/${org}/products`)
+        .set(admin.auth)
+        .send({ name: fixture.product })
+        .expect(201);
+    }
+    const base = `/api/orgs/${org}/products/${fixture.product}`;
+    if (!(await exists(fixture.device, `${base}/devices/${fixture.device}`))) {
+      fixture.device = unique('fuzz-device-');
+      await api().post(`${base}/devices`).set(admin.auth).send({ identifier: fixture.device }).expect(201);
+    }
+    if (!(await exists(fixture.script, `${base}/scripts/${fixture.script}`))) {
+      const res = await api()
+        .post(`${base}/scripts`)
+        .set(admin.auth)
+        .send({ name: 's', text: 'x' })
+        .expect(201);
+      fixture.script = String(res.body.data.id);
+    }
+    const keys = await api().get(`/api/orgs/${org}/keys`).set(admin.auth).expect(200);
+    if (!keys.body.data.some((k: { name: string }) => k.name === fixture.key)) {
+      fixture.key = unique('fuzz-key-');
+      await api()
+        .post(`/api/orgs/${org}/keys`)
+        .set(admin.auth)
+        .send({ name: fixture.key, key: randomBytes(32).toString('base64') })
+        .expect(201);
+    }
+    if (!(await exists(fixture.iroh, `/api/orgs/${org}/iroh_endpoints/${fixture.iroh}`))) {
+      fixture.iroh = randomBytes(32).toString('hex');
+      await api()
+        .post(`/api/orgs/${org}/iroh_endpoints`)
+        .set(admin.auth)
+        .send({ identifier: fixture.iroh })
+        .expect(201);
+    }
+  }
+
+  function realValue(param: string, path: string): string {
+    switch (param) {
+      case 'org_name':
+        return org;
+      case 'product_name':
+        return fixture.product;
+      case 'identifier':
+        return path.includes('/iroh_endpoints/') ? fixture.iroh : fixture.device;
+      case 'id':
+        return fixture.script;
+      case 'email':
+        return fixture.email;
+      case 'name':
+        return fixture.key;
+      default:
+        return 'no-such-thing';
+    }
+  }
+
+  beforeAll(async () => {
+    t = await createTestApp({
+      FLEETHUB_RATE_LIMIT_API_PER_MIN: '0',
+      FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '0',
+      FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '0',
+    });
+    admin = await t.fixtures.user({ password: 'fuzz-password-123' });
+    org = await t.fixtures.org(admin);
+    const member = await t.fixtures.user();
+    await t.fixtures.addMember(org, member, 'view');
+    fixture.email = member.user.email;
+    await ensureFixtures();
+    const doc = (await t.http().get('/api/openapi.json').expect(200)).body as OpenApiDoc;
+    ops = operations(doc);
+  });
+  afterAll(() => t.close());
+
+  it('finds the operations', () => {
+    expect(ops.length).toBeGreaterThan(30);
+  });
+
+  it(
+    `answers ${RUNS} hostile requests without a 5xx, a hang, or a change on refusal (seed ${SEED})`,
+    async () => {
+      const started = Date.now();
+      const sample: fc.Arbitrary<Sample> = fc.record({
+        op: fc.nat(),
+        pathValues: fc.array(fc.option(evilString, { nil: null, freq: 2 }), { minLength: 4, maxLength: 4 }),
+        query: fc.array(
+          fc.tuple(
+            fc.oneof(
+              fc.nat().map((n) => `#${n}`),
+              evilString,
+              fc.constantFrom('filters[x]', 'sort', 'page'),
+            ),
+            fc.oneof(evilString, fc.array(evilString, { minLength: 2, maxLength: 3 })),
+          ),
+          { maxLength: 4 },
+        ),
+        body: fc.oneof(
+          {
+            weight: 5,
+            arbitrary: fc.record({
+              kind: fc.constant('fields' as const),
+              fields: fc.array(fc.tuple(fc.nat(), evilValue), { maxLength: 5 }),
+            }),
+          },
+          { weight: 2, arbitrary: fc.record({ kind: fc.constant('json' as const), value: evilValue }) },
+          {
+            weight: 1,
+            arbitrary: fc.record({
+              kind: fc.constant('raw' as const),
+              text: fc.constantFrom(
+                '{"a":',
+                '[',
+                '\u0000',
+                'null',
+                '"x"',
+                '{"product":{"name":"\\ud800"}}',
+                HUGE,
+                '{'.repeat(5000),
+              ),
+              type: fc.constantFrom(
+                'application/json',
+                'text/plain',
+                'multipart/form-data; boundary=x',
+                'application/x-www-form-urlencoded',
+              ),
+            }),
+          },
+          { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
+        ),
+        auth: fc.constantFrom<Sample['auth']>('admin', 'admin', 'admin', 'admin', 'none', 'garbage'),
+      });
+
+      await fc.assert(
+        fc.asyncProperty(sample, async (s) => {
+          const op = ops[s.op % ops.length];
+          let pathIndex = 0;
+          const url = op.path.replace(/\{([^}]+)\}/g, (_, param: string) => {
+            const evil = s.pathValues[pathIndex++ % s.pathValues.length];
+            return enc(evil ?? realValue(param, op.path));
+          });
+          const query = s.query
+            .map(([key, value]) => {
+              const name =
+                /^#\d+$/.test(key) && op.queryParams.length > 0
+                  ? op.queryParams[Number(key.slice(1)) % op.queryParams.length]
+                  : key;
+              return [value]
+                .flat()
+                .map((v) => `${enc(name)}=${enc(v)}`)
+                .join('&');
+            })
+            .filter((part) => part !== '')
+            .join('&');
+          const target = query ? `${url}?${query}` : url;
+
+          const before = await fingerprint();
+          const agent = t.http();
+          let req = agent[op.method](target).timeout({
+            response: REQUEST_TIMEOUT_MS,
+            deadline: REQUEST_TIMEOUT_MS,
+          });
+          if (s.auth === 'admin') req = req.set(admin.auth);
+          if (s.auth === 'garbage') req = req.set('Authorization', 'Bearer nhu_' + 'A'.repeat(46));
+          if (op.method !== 'get' && op.method !== 'delete') {
+            if (s.body.kind === 'fields') {
+              const body: Record<string, Json> = {};
+              for (const [index, value] of s.body.fields) {
+                if (op.bodyFields.length > 0)
+                  setPath(body, op.bodyFields[index % op.bodyFields.length], value);
+              }
+              req = req.send(body);
+            } else if (s.body.kind === 'json') {
+              req = req.set('Content-Type', 'application/json').send(JSON.stringify(s.body.value));
+            } else if (s.body.kind === 'raw') {
+              req = req.set('Content-Type', s.body.type).send(s.body.text);
+            }
+          }
+          const t0 = Date.now();
+          const res = await req;
+          const took = Date.now() - t0;
+          slowest = Math.max(slowest, took);
+          requests += 1;
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          const key = `${op.method.toUpperCase()} ${op.path}`;
+          const perOp = perOperation.get(key) ?? new Map<number, number>();
+          perOp.set(res.status, (perOp.get(res.status) ?? 0) + 1);
+          perOperation.set(key, perOp);
+
+          const what = `${op.method.toUpperCase()} ${target.slice(0, 300)} → ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+          if (res.status >= 500) throw new Error(`server error: ${what}`);
+          if (res.status >= 400) {
+            const after = await fingerprint();
+            if (after !== before)
+              throw new Error(`a refused request changed data: ${what}\n${before}\n${after}`);
+          } else if (op.method === 'delete' || op.method === 'put' || op.method === 'patch') {
+            await ensureFixtures();
+          }
+        }),
+        { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      );
+
+      if (process.env.FUZZ_REPORT) writeReport(process.env.FUZZ_REPORT, Date.now() - started);
+    },
+    Math.max(120_000, RUNS * 250),
+  );
+
+  function writeReport(file: string, durationMs: number): void {
+    const fmt = (m: Map<number, number>) =>
+      [...m.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([status, count]) => `${status}×${count}`)
+        .join(', ');
+    const lines = [
+      '# Fuzzing',
+      '',
+      'Schema-driven fuzzing of every operation in the served `/api/openapi.json` (`test/fuzz.e2e-spec.ts`,',
+      'fast-check): random and boundary bodies, query strings and path values (huge strings, unicode, NUL, lone',
+      'surrogates, nulls, arrays for objects, negative and enormous numbers, SQL and LIKE metacharacters, broken',
+      'JSON, wrong content types), with a valid token, a garbage token or none.',
+      '',
+      'Checked for every request: no status ≥ 500; an answer within ' +
+        `${REQUEST_TIMEOUT_MS / 1000} s;` +
+        ' and for every',
+      'refused request (4xx) an unchanged fingerprint of the database (row count and newest `updated_at` of every',
+      'table except `audit_logs`, `rate_limit_buckets`, `gateway_instances`; `last_used_at` is not part of it).',
+      '',
+      'Run it with `npm run fuzz` (20,000 requests; `FUZZ_RUNS`, `FUZZ_SEED` to change or replay).',
+      '',
+      '## Last run',
+      '',
+      `- Date: ${new Date().toISOString()}`,
+      `- Requests: ${requests} over ${ops.length} operations, seed ${SEED}`,
+      `- Duration: ${(durationMs / 1000).toFixed(1)} s; slowest response ${slowest} ms`,
+      `- Result: no 5xx, no timeout, no change on a refused request`,
+      `- Status codes: ${fmt(statuses)}`,
+      '',
+      '| Operation | Status codes seen |',
+      '|---|---|',
+      ...[...perOperation.entries()]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([op, m]) => `| \`${op}\` | ${fmt(m)} |`),
+      '',
+    ];
+    writeFileSync(file, lines.join('\n'));
+  }
+});

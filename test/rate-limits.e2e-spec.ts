@@ -1,0 +1,123 @@
+import type { DataSource } from 'typeorm';
+import { RateLimiter } from '../src/common/http/rate-limiter';
+import { createTestApp, type TestApp } from './support/test-app';
+import type { TestUser } from './support/fixtures';
+
+const BAD_TOKEN = 'Bearer nhu_notavalidtokenatall';
+
+describe('rate limits (rate_limit_buckets, shared by instances)', () => {
+  let t: TestApp;
+  let ada: TestUser;
+
+  beforeAll(async () => {
+    t = await createTestApp({
+      FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '3',
+      FLEETHUB_RATE_LIMIT_API_PER_MIN: '5',
+      FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '4',
+    });
+    ada = await t.fixtures.user({ password: 'correct horse battery' });
+  });
+  afterAll(() => t.close());
+
+  const expect429 = (res: { status: number; body: unknown; headers: Record<string, string> }) => {
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+  };
+
+  it('login: per account, strict', async () => {
+    const responses = [];
+    for (let i = 0; i < 4; i++) {
+      responses.push(
+        await t.http().post('/api/users/auth').send({ email: 'victim@example.com', password: 'guess' }),
+      );
+    }
+    expect(responses.map((r) => r.status)).toEqual([401, 401, 401, 429]);
+    expect429(responses[3]);
+    // Another account from the same address is still allowed (the address limit is three times higher).
+    await t
+      .http()
+      .post('/api/users/auth')
+      .send({ email: ada.user.email, password: 'correct horse battery' })
+      .expect(200);
+  });
+
+  it('general API: per token, with the contract body and Retry-After', async () => {
+    const other = await t.fixtures.user();
+    for (let i = 0; i < 5; i++) await t.http().get('/api/users/me').set(ada.auth).expect(200);
+    expect429(await t.http().get('/api/users/me').set(ada.auth));
+    // Another token is counted on its own.
+    await t.http().get('/api/users/me').set(other.auth).expect(200);
+  });
+
+  it('failed bearer authentication: per source address, then every credential is refused', async () => {
+    await t.http().get('/api/users/me').expect(401); // no credential: not counted
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      statuses.push((await t.http().get('/api/orgs').set('Authorization', BAD_TOKEN)).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 429]);
+    const fresh = await t.fixtures.user();
+    expect429(await t.http().get('/api/orgs').set(fresh.auth));
+    // Without a credential the answer stays 401.
+    await t.http().get('/api/orgs').expect(401, { error: 'unauthorized' });
+  });
+
+  describe('RateLimiter', () => {
+    let db: DataSource;
+    beforeAll(() => {
+      db = t.db;
+    });
+
+    it('counts one window across instances (one atomic upsert per hit)', async () => {
+      const a = new RateLimiter(db);
+      const b = new RateLimiter(db);
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).hit('test:shared', 10, 60_000)),
+      );
+      expect(results.map((r) => r.hits).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 20 }, (_, i) => i + 1),
+      );
+      expect(results.filter((r) => r.allowed)).toHaveLength(10);
+    });
+
+    it('starts a new window when the old one has expired, and sweeps expired rows', async () => {
+      const limiter = new RateLimiter(db);
+      await limiter.hit('test:expire', 1, 60_000);
+      expect((await limiter.hit('test:expire', 1, 60_000)).allowed).toBe(false);
+      await db.query(
+        `UPDATE rate_limit_buckets SET expires_at = now() - interval '1 second' WHERE key = $1`,
+        ['test:expire'],
+      );
+      const again = await limiter.hit('test:expire', 1, 60_000);
+      expect(again).toMatchObject({ allowed: true, hits: 1 });
+      await db.query(
+        `UPDATE rate_limit_buckets SET expires_at = now() - interval '1 second' WHERE key = $1`,
+        ['test:expire'],
+      );
+      expect(await limiter.sweep()).toBeGreaterThanOrEqual(1);
+      expect(await db.query(`SELECT 1 FROM rate_limit_buckets WHERE key = 'test:expire'`)).toEqual([]);
+    });
+
+    it('a limit of 0 disables the check and writes nothing', async () => {
+      const limiter = new RateLimiter(db);
+      expect((await limiter.hit('test:off', 0)).allowed).toBe(true);
+      expect(await db.query(`SELECT 1 FROM rate_limit_buckets WHERE key = 'test:off'`)).toEqual([]);
+    });
+
+    it('fails open when the database is down or slow', async () => {
+      const down = new RateLimiter({
+        query: () =>
+          Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+      } as unknown as DataSource);
+      expect((await down.hit('k', 1)).allowed).toBe(true);
+      const slow = new RateLimiter({ query: () => new Promise(() => undefined) } as unknown as DataSource);
+      const started = Date.now();
+      expect((await slow.hit('k', 1)).allowed).toBe(true);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(await down.sweep()).toBe(0);
+    });
+  });
+});

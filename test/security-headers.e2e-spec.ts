@@ -1,0 +1,121 @@
+import { ConfigError, loadConfig } from '../src/config/config';
+import { createTestApp, type TestApp } from './support/test-app';
+import type { TestUser } from './support/fixtures';
+
+describe('security headers, CORS and request timeouts', () => {
+  describe('defaults', () => {
+    let t: TestApp;
+    let ada: TestUser;
+    beforeAll(async () => {
+      t = await createTestApp();
+      ada = await t.fixtures.user();
+    });
+    afterAll(() => t.close());
+
+    it('API responses carry helmet headers and a strict CSP', async () => {
+      const res = await t.http().get('/api/users/me').set(ada.auth).expect(200);
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.headers['content-security-policy']).not.toContain('unsafe-inline');
+      expect(res.headers['x-powered-by']).toBeUndefined();
+    });
+
+    it('error responses carry them too', async () => {
+      const res = await t.http().get('/api/users/me').expect(401);
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    });
+
+    it('Swagger UI gets a CSP that allows its inline script and styles, and its assets load', async () => {
+      const res = await t.http().get('/api/docs/').expect(200);
+      expect(res.headers['content-security-policy']).toMatch(/script-src 'self' 'unsafe-inline'/);
+      expect(res.headers['content-security-policy']).toMatch(/style-src 'self' 'unsafe-inline'/);
+      const scripts = [...res.text.matchAll(/src="([^"]+\.js)"/g)].map((m) => m[1]);
+      expect(scripts.length).toBeGreaterThan(0);
+      for (const src of scripts) {
+        const url = new URL(src, 'http://x/api/docs/').pathname;
+        await t.http().get(url).expect(200);
+      }
+      await t.http().get('/api/openapi.json').expect(200);
+    });
+
+    it('CORS is off by default', async () => {
+      const res = await t.http().get('/api/users/me').set(ada.auth).set('Origin', 'https://evil.example');
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+      const preflight = await t
+        .http()
+        .options('/api/users/me')
+        .set('Origin', 'https://evil.example')
+        .set('Access-Control-Request-Method', 'GET');
+      expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
+    });
+  });
+
+  describe('configured CORS origins and a short request timeout', () => {
+    let t: TestApp;
+    let ada: TestUser;
+    beforeAll(async () => {
+      t = await createTestApp({
+        FLEETHUB_CORS_ORIGINS: 'https://ops.example.com, http://localhost:3000',
+        FLEETHUB_REQUEST_TIMEOUT_SEC: '1',
+      });
+      ada = await t.fixtures.user();
+    });
+    afterAll(() => t.close());
+
+    it('answers preflights for a listed origin only', async () => {
+      const ok = await t
+        .http()
+        .options('/api/users/me')
+        .set('Origin', 'https://ops.example.com')
+        .set('Access-Control-Request-Method', 'GET')
+        .set('Access-Control-Request-Headers', 'authorization');
+      expect(ok.status).toBe(204);
+      expect(ok.headers['access-control-allow-origin']).toBe('https://ops.example.com');
+      expect(ok.headers['access-control-allow-headers']).toMatch(/Authorization/i);
+      const get = await t.http().get('/api/users/me').set(ada.auth).set('Origin', 'http://localhost:3000');
+      expect(get.headers['access-control-allow-origin']).toBe('http://localhost:3000');
+      expect(get.headers['access-control-expose-headers']).toMatch(/X-Request-Id/i);
+      const other = await t.http().get('/api/users/me').set(ada.auth).set('Origin', 'https://evil.example');
+      expect(other.headers['access-control-allow-origin']).toBeUndefined();
+    });
+
+    it('a call that takes too long answers 503 with the contract body', async () => {
+      const org = await t.fixtures.org(ada);
+      await t.http().post(`/api/orgs/${org}/products`).set(ada.auth).send({ name: 'slow' }).expect(201);
+      const blocker = t.db.createQueryRunner();
+      await blocker.connect();
+      await blocker.startTransaction();
+      try {
+        await blocker.query(`SELECT 1 FROM products WHERE name = 'slow' FOR UPDATE`);
+        const started = Date.now();
+        const res = await t
+          .http()
+          .patch(`/api/orgs/${org}/products/slow`)
+          .set(ada.auth)
+          .send({ require_unique_firmware_version: false });
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+        expect(res.headers['retry-after']).toBeDefined();
+        expect(Date.now() - started).toBeLessThan(5000);
+      } finally {
+        await blocker.rollbackTransaction();
+        await blocker.release();
+      }
+      // The server keeps working once the handler has finished.
+      await t.http().get(`/api/orgs/${org}/products/slow`).set(ada.auth).expect(200);
+    });
+  });
+
+  it('refuses bad CORS origins and timeouts at start', () => {
+    expect(() => loadConfig({ FLEETHUB_CORS_ORIGINS: 'ops.example.com' })).toThrow(ConfigError);
+    expect(() => loadConfig({ FLEETHUB_CORS_ORIGINS: 'https://ops.example.com/path' })).toThrow(ConfigError);
+    expect(() => loadConfig({ FLEETHUB_REQUEST_TIMEOUT_SEC: '-1' })).toThrow(ConfigError);
+    expect(() => loadConfig({ FLEETHUB_RATE_LIMIT_API_PER_MIN: 'lots' })).toThrow(ConfigError);
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ FLEETHUB_CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+    expect(loadConfig({}).requestTimeoutMs).toBe(30_000);
+    expect(loadConfig({ FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '0' }).rateLimitLoginPerMin).toBe(0);
+  });
+});
