@@ -3,19 +3,20 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 
 export const API_VERSION = '2.0.0';
 
-const TAGS = [
-  'Auth',
-  'Devices',
-  'Devices (short URL)',
-  'Firmwares',
-  'Iroh Endpoints',
-  'Organizations',
-  'Organization Members',
-  'Products',
-  'Signing Keys',
-  'Support Scripts',
-  'Platform Status',
-];
+const TAGS: Record<string, string> = {
+  Auth: 'The caller and personal access tokens',
+  Devices: "A product's device fleet: register, list, change, upgrade, console",
+  'Devices (short URL)': 'A device by its identifier alone, among the organizations of the caller',
+  Firmwares: 'Signed fwup firmware archives of a product',
+  'Iroh Endpoints': 'Iroh endpoint ids of devices and users, for peer-to-peer access',
+  Organizations: 'Organizations the caller belongs to',
+  'Organization Members': 'Members of an organization and their roles (view, manage, admin)',
+  Products: "An organization's products and their firmware policy",
+  'Signing Keys': 'Ed25519 public keys that firmware signatures are checked with',
+  'Support Scripts': 'Scripts kept per product to run on device consoles',
+  'Platform Status': 'Liveness and readiness probes (no token)',
+  'Device firmware download': 'Signed, expiring firmware links that devices download updates from (no token)',
+};
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -25,12 +26,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'complete the specified groups. Authenticate with `Authorization: Bearer <personal access token>`.',
     )
     .setVersion(API_VERSION)
+    .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')
+    .addServer('/', 'This fleethub server')
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', description: 'A personal access token (nhu_...)' },
       'bearer_auth',
     )
     .build();
-  for (const tag of TAGS) config.tags = [...(config.tags ?? []), { name: tag }];
+  config.tags = Object.entries(TAGS).map(([name, description]) => ({ name, description }));
   return SwaggerModule.createDocument(app, config, {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
   });

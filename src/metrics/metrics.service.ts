@@ -1,0 +1,116 @@
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+
+/** The parts of a `pg` pool the pool gauges read. */
+interface PoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/** Route label for requests that matched no route (404s), so that raw paths never become labels. */
+export const UNMATCHED_ROUTE = '<unmatched>';
+
+/**
+ * Prometheus metrics of this process, in a registry of its own (not prom-client's global one, so that several
+ * apps in one process, as in the tests, do not collide). Database-backed gauges are read at scrape time.
+ */
+@Injectable()
+export class MetricsService implements OnModuleDestroy {
+  readonly registry = new Registry();
+  readonly httpDuration: Histogram<'route' | 'method' | 'status'>;
+  private connectedOverride: number | null = null;
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {
+    collectDefaultMetrics({ register: this.registry });
+    this.httpDuration = new Histogram({
+      name: 'fleethub_http_request_duration_seconds',
+      help: 'HTTP request duration, by route template, method and status',
+      labelNames: ['route', 'method', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    // Each gauge reads its value when scraped (prom-client calls `collect` before rendering).
+    const gauge = (name: string, help: string, read: () => number | Promise<number> | undefined) => {
+      const metric: Gauge = new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect: async () => {
+          const value = await read();
+          if (value !== undefined) metric.set(value);
+        },
+      });
+    };
+    gauge(
+      'fleethub_connected_devices',
+      "Devices whose connection_status is 'connected' (or the value last given to setConnectedDevices)",
+      () => this.connectedOverride ?? this.count(CONNECTED_SQL),
+    );
+    gauge('fleethub_pending_updates', 'Manual upgrades recorded and not yet completed by their device', () =>
+      this.count(PENDING_SQL),
+    );
+    const poolGauge = (name: string, help: string, read: (pool: PoolCounts) => number) =>
+      gauge(name, help, () => {
+        const pool = this.pool();
+        return pool && read(pool);
+      });
+    poolGauge(
+      'fleethub_db_pool_connections_total',
+      'Connections open in the database pool',
+      (p) => p.totalCount,
+    );
+    poolGauge(
+      'fleethub_db_pool_connections_idle',
+      'Idle connections in the database pool',
+      (p) => p.idleCount,
+    );
+    poolGauge(
+      'fleethub_db_pool_requests_waiting',
+      'Queries waiting for a connection from the database pool',
+      (p) => p.waitingCount,
+    );
+  }
+
+  /**
+   * For the device gateway: report the connected devices itself instead of the count read from the database at
+   * scrape time. `null` goes back to the database count.
+   */
+  setConnectedDevices(count: number | null): void {
+    this.connectedOverride = count;
+  }
+
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    this.httpDuration.observe({ route, method, status: String(status) }, seconds);
+  }
+
+  /** The text exposition format. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  onModuleDestroy(): void {
+    this.registry.clear();
+  }
+
+  private pool(): PoolCounts | undefined {
+    if (!this.db.isInitialized) return undefined;
+    const master = (this.db.driver as unknown as { master?: Partial<PoolCounts> }).master;
+    return typeof master?.totalCount === 'number' ? (master as PoolCounts) : undefined;
+  }
+
+  /** A count, or NaN when the database does not answer: the scrape still succeeds, without a stale value. */
+  private async count(sql: string): Promise<number> {
+    try {
+      const rows: { n: string }[] = await this.db.query(sql);
+      return Number(rows[0].n);
+    } catch {
+      return Number.NaN;
+    }
+  }
+}
+
+const CONNECTED_SQL = `SELECT count(*) AS n FROM devices WHERE connection_status = 'connected'`;
+const PENDING_SQL = `SELECT count(*) AS n FROM pending_updates`;
