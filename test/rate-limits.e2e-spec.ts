@@ -83,6 +83,25 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
       expect(results.filter((r) => r.allowed)).toHaveLength(10);
     });
 
+    it('buffered hits (the API limit) decide in memory and are shared at the next flush', async () => {
+      const a = new RateLimiter(db);
+      const b = new RateLimiter(db);
+      for (let i = 0; i < 3; i++) expect(a.hitBuffered('test:buffered', 5).allowed).toBe(true);
+      expect(await db.query(`SELECT 1 FROM rate_limit_buckets WHERE key = 'test:buffered'`)).toEqual([]);
+      await a.flush();
+      expect(b.hitBuffered('test:buffered', 5).allowed).toBe(true);
+      await b.flush();
+      // b now knows the shared 4 hits: one more is allowed, the next is not.
+      expect(b.hitBuffered('test:buffered', 5)).toEqual(expect.objectContaining({ allowed: true, hits: 5 }));
+      const refused = b.hitBuffered('test:buffered', 5);
+      expect(refused.allowed).toBe(false);
+      expect(refused.retryAfter).toBeGreaterThan(0);
+      await b.flush();
+      const [row] = await db.query(`SELECT hits FROM rate_limit_buckets WHERE key = 'test:buffered'`);
+      expect(row.hits).toBe(6);
+      expect(a.hitBuffered('test:off', 0).allowed).toBe(true);
+    });
+
     it('starts a new window when the old one has expired, and sweeps expired rows', async () => {
       const limiter = new RateLimiter(db);
       await limiter.hit('test:expire', 1, 60_000);
