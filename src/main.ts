@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './config/config';
+import { ShutdownState } from './health/shutdown-state';
 import { startServer } from './server';
 
 async function main(): Promise<void> {
@@ -20,13 +21,18 @@ async function main(): Promise<void> {
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`shutdown after ${signal} failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
+    // Fail readiness first and keep serving for the drain period, so that a balancer stops routing here
+    // before the listener closes; then finish in-flight requests and stop.
+    server.app.get(ShutdownState).draining = true;
+    new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs))
+      .then(() => server.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          process.stderr.write(`shutdown after ${signal} failed: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

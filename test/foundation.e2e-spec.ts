@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
+import { ShutdownState } from '../src/health/shutdown-state';
 import { createTestApp, type TestApp } from './support/test-app';
 
 const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
@@ -256,6 +257,19 @@ describe('foundation: auth, errors, organizations', () => {
       await t.http().get('/healthz').expect(200, { status: 'ok' });
       const ready = await t.http().get('/readyz').expect(200);
       expect(ready.body.status).toBe('ok');
+    });
+
+    it('/readyz fails while the process drains for shutdown; /healthz stays up', async () => {
+      const state = t.app.get(ShutdownState);
+      state.draining = true;
+      try {
+        const res = await t.http().get('/readyz').expect(503);
+        expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+        await t.http().get('/healthz').expect(200);
+      } finally {
+        state.draining = false;
+      }
+      await t.http().get('/readyz').expect(200);
     });
 
     it('serves the OpenAPI document, version 2.0.0, with bearer security and shared error schemas', async () => {

@@ -27,6 +27,8 @@ export interface AppConfig {
   corsOrigins: string[];
   /** An API call that takes longer than this answers 503 (firmware transfers excepted); 0 disables. */
   requestTimeoutMs: number;
+  /** After SIGTERM: how long /readyz fails while requests are still served, so a balancer can stop routing. */
+  shutdownDrainMs: number;
 }
 
 export class ConfigError extends Error {
@@ -137,6 +139,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     }
   }
   const requestTimeoutSec = integer(env, 'FLEETHUB_REQUEST_TIMEOUT_SEC', 30, 0, 3600, problems);
+  const shutdownDrainMs = integer(env, 'FLEETHUB_SHUTDOWN_DRAIN_MS', 0, 0, 600_000, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -153,6 +156,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     rateLimitAuthFailuresPerMin,
     corsOrigins,
     requestTimeoutMs: requestTimeoutSec * 1000,
+    shutdownDrainMs,
   };
 }
 
