@@ -16,6 +16,7 @@ import {
   statusCounts,
   stopPostgres,
   writeSection,
+  runCheck,
 } from './reliability-common';
 
 const WORKERS = Number(process.env.OUTAGE_WORKERS ?? 8);
@@ -39,7 +40,7 @@ function isContract503(body: unknown): boolean {
   return Object.keys(body).length === 1 && typeof errors?.detail === 'string';
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<string[]> {
   const fh = await startFleethub();
   const failures: string[] = [];
   try {
@@ -184,20 +185,7 @@ after ${WARMUP_MS / 1000} s of load, restarted ${OUTAGE_MS / 1000} s later.
   } finally {
     await fh.cleanup();
   }
-  if (failures.length > 0) {
-    process.stderr.write(`check:outage FAILED:\n- ${failures.join('\n- ')}\n`);
-    return 1;
-  }
-  print('check:outage passed');
-  return 0;
+  return failures;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(
-      `check:outage failed to run: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runCheck('check:outage', main);

@@ -19,6 +19,7 @@ import {
   sleep,
   startFleethub,
   writeSection,
+  runCheck,
 } from './reliability-common';
 
 const WORKERS = 16;
@@ -116,7 +117,7 @@ async function stopInstance(backend: Backend): Promise<{ code: number | null; ms
   return { code, ms: Date.now() - started };
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<string[]> {
   const { EmbeddedPostgres } = (await import(join(DIST, 'src/database/embedded-postgres.js'))) as {
     EmbeddedPostgres: new (o: { dataDir: string; database: string }) => {
       start(): Promise<string>;
@@ -281,20 +282,7 @@ connection on the other instance. A then B get SIGTERM and are started again on 
     await postgres.stop();
     await rm(pgRoot, { recursive: true, force: true });
   }
-  if (failures.length > 0) {
-    process.stderr.write(`check:rolling-restart FAILED:\n- ${failures.join('\n- ')}\n`);
-    return 1;
-  }
-  print('check:rolling-restart passed');
-  return 0;
+  return failures;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(
-      `check:rolling-restart failed to run: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runCheck('check:rolling-restart', main);

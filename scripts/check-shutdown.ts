@@ -16,6 +16,7 @@ import {
   sleep,
   startFleethub,
   writeSection,
+  runCheck,
 } from './reliability-common';
 
 const WORKERS = Number(process.env.SHUTDOWN_WORKERS ?? 16);
@@ -29,7 +30,7 @@ interface Outcome {
   error?: string;
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<string[]> {
   const fh = await startFleethub();
   const failures: string[] = [];
   try {
@@ -156,20 +157,7 @@ ${WORKERS} clients alternating device creates and 200-row device lists; SIGTERM 
   } finally {
     await fh.cleanup();
   }
-  if (failures.length > 0) {
-    process.stderr.write(`check:shutdown FAILED:\n- ${failures.join('\n- ')}\n`);
-    return 1;
-  }
-  print('check:shutdown passed');
-  return 0;
+  return failures;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(
-      `check:shutdown failed to run: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runCheck('check:shutdown', main);

@@ -217,3 +217,23 @@ export function statusCounts(statuses: number[]): string {
     .map(([s, c]) => `${s}×${c}`)
     .join(', ');
 }
+
+/** Runs a check: its failures are listed on stderr with exit 1, none prints "passed" with exit 0. */
+export function runCheck(name: string, check: () => Promise<string[]>): void {
+  check().then(
+    (failures) => {
+      if (failures.length > 0) {
+        process.stderr.write(`${name} FAILED:\n- ${failures.join('\n- ')}\n`);
+        process.exit(1);
+      }
+      print(`${name} passed`);
+      process.exit(0);
+    },
+    (err: unknown) => {
+      process.stderr.write(
+        `${name} failed to run: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exit(1);
+    },
+  );
+}

@@ -22,3 +22,8 @@ export function parseBigId(value: string): string | null {
   if (!/^[1-9]\d{0,18}$/.test(value)) return null;
   return BigInt(value) <= 9223372036854775807n ? value : null;
 }
+
+/** `text` for a LIKE pattern in which it matches itself: `%`, `_` and `\` escaped (the default escape is `\`). */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

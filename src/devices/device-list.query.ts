@@ -1,4 +1,5 @@
 import { DomainError } from '../common/errors/domain-error';
+import { escapeLike } from '../common/values';
 import { type PageRequest, parsePageRequest, type RawQuery } from '../common/http/pagination';
 import { CONNECTION_STATUSES } from './device.entity';
 
@@ -111,9 +112,9 @@ export function parseDeviceListQuery(query: RawQuery): DeviceListQuery {
   return { sort, direction, page, filters };
 }
 
-/** `%`, `_` and `\` match themselves in a LIKE pattern built from user text. */
-export function likeContains(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/** A LIKE pattern matching `text` anywhere, with `%`, `_` and `\` in it matching themselves. */
+function likeContains(text: string): string {
+  return `%${escapeLike(text)}%`;
 }
 
 /** Sort column, and whether it is nullable (its index is then `ASC NULLS FIRST`, see the migration). */

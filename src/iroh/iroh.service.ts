@@ -7,7 +7,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { type PaginationView, paginationView } from '../common/http/pagination';
-import { isoOrNull } from '../common/values';
+import { escapeLike, isoOrNull } from '../common/values';
 import { isPlainObject } from '../common/validation/validation.pipe';
 import { normaliseEmail } from '../users/users.errors';
 import type { CreateIrohEndpointDto } from './dto/create-iroh-endpoint.dto';
@@ -109,11 +109,6 @@ function toView(row: EndpointRow): IrohEndpointView {
     inserted_at: row.inserted_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
-}
-
-/** `term` as a LIKE pattern that matches it literally (the default escape character is `\`). */
-function likeLiteral(term: string): string {
-  return term.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 function sqlState(err: unknown): string | undefined {
@@ -299,14 +294,14 @@ export class IrohService {
     const prefix = term.toLowerCase();
     // Endpoint ids are lower-case hex: another term cannot be the start of one.
     if (/^[0-9a-f]+$/.test(prefix)) {
-      params.push(`${likeLiteral(prefix)}%`);
+      params.push(`${escapeLike(prefix)}%`);
       branches.push(
         `SELECT e.id FROM iroh_endpoints e WHERE e.org_id = $1 AND e.identifier LIKE $${params.length}`,
       );
     }
     // Only endpoints held by a device or a member have a holder's identifier or name to match.
     if (owner === 'none') return branches.length === 0 ? 'false' : `e.id IN (${branches[0]})`;
-    params.push(`%${likeLiteral(term)}%`);
+    params.push(`%${escapeLike(term)}%`);
     const substring = `$${params.length}`;
     if (owner === null || owner === 'device') {
       branches.push(
