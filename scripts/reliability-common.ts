@@ -200,7 +200,10 @@ export async function writeSection(file: string, name: string, markdown: string)
     i >= 0 && j > i
       ? current.slice(0, i) + block + current.slice(j + end.length)
       : `${current.trimEnd()}\n\n${block}\n`;
-  await writeFile(path, next);
+  // Formatted like the rest of docs/ (prettier --check runs in CI).
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig(path)) ?? {};
+  await writeFile(path, await prettier.format(next, { ...options, filepath: path }));
 }
 
 export function percentile(values: number[], p: number): number {
