@@ -6,22 +6,13 @@ import { Product } from '../products/product.entity';
 /**
  * Shared secrets for NH1 device authentication. The secret itself is kept encrypted with the server key
  * (AES-256-GCM): HMAC verification needs the plain secret, so hashing is not an option, and a database leak alone
- * must not hand secrets out.
+ * must not hand secrets out. Product-level and device-level secrets differ only in what they belong to.
  */
-@Entity('product_shared_secrets')
-@Index('product_shared_secrets_product_id_idx', ['productId'])
-export class ProductSharedSecret {
+abstract class SharedSecretColumns {
   @BigIdColumn()
   id: string;
 
-  @Column({ name: 'product_id', type: 'bigint' })
-  productId: string;
-
-  @ManyToOne(() => Product, { onDelete: 'CASCADE' })
-  @JoinColumn({ name: 'product_id' })
-  product?: Product;
-
-  /** `nhp_...`, sent by devices in `x-nh-key`. */
+  /** `nhp_...` or `nhd_...`, sent by devices in `x-nh-key`. */
   @Column({ type: 'varchar', length: 64, unique: true })
   key: string;
 
@@ -35,29 +26,24 @@ export class ProductSharedSecret {
   insertedAt: Date;
 }
 
+@Entity('product_shared_secrets')
+@Index('product_shared_secrets_product_id_idx', ['productId'])
+export class ProductSharedSecret extends SharedSecretColumns {
+  @Column({ name: 'product_id', type: 'bigint' })
+  productId: string;
+
+  @ManyToOne(() => Product, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'product_id' })
+  product?: Product;
+}
+
 @Entity('device_shared_secrets')
 @Index('device_shared_secrets_device_id_idx', ['deviceId'])
-export class DeviceSharedSecret {
-  @BigIdColumn()
-  id: string;
-
+export class DeviceSharedSecret extends SharedSecretColumns {
   @Column({ name: 'device_id', type: 'bigint' })
   deviceId: string;
 
   @ManyToOne(() => Device, { onDelete: 'CASCADE' })
   @JoinColumn({ name: 'device_id' })
   device?: Device;
-
-  /** `nhd_...`, sent by devices in `x-nh-key`. */
-  @Column({ type: 'varchar', length: 64, unique: true })
-  key: string;
-
-  @Column({ name: 'secret_encrypted', type: 'bytea' })
-  secretEncrypted: Buffer;
-
-  @Column({ name: 'deactivated_at', type: 'timestamptz', nullable: true })
-  deactivatedAt: Date | null;
-
-  @InsertedAtColumn()
-  insertedAt: Date;
 }
