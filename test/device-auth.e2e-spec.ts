@@ -7,8 +7,8 @@ import { signNh1Headers } from '../src/device-auth/nh1';
 import { SECRET_KEY_FILE, ServerKeyService } from '../src/device-auth/server-key.service';
 import { createTestApp, type TestApp } from './support/test-app';
 import { type TestUser, unique } from './support/fixtures';
+import { NOT_FOUND } from './support/contract-bodies';
 
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
 const PRODUCT_KEY = /^nhp_[0-9A-Za-z]{43}$/;
 const DEVICE_KEY = /^nhd_[0-9A-Za-z]{43}$/;
 const SECRET = /^[0-9A-Za-z]{43}$/;

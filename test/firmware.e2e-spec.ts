@@ -6,8 +6,7 @@ import { computeMetaUuid } from '../src/firmware/fwup';
 import { buildFw, type BuildFwOptions, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
 import type { TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
-
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+import { NOT_FOUND } from './support/contract-bodies';
 
 describe('firmware', () => {
   let t: TestApp;

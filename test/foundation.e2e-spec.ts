@@ -2,8 +2,7 @@ import { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
 import { ShutdownState } from '../src/health/shutdown-state';
 import { createTestApp, type TestApp } from './support/test-app';
-
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+import { NOT_FOUND } from './support/contract-bodies';
 
 describe('foundation: auth, errors, organizations', () => {
   let t: TestApp;

@@ -4,8 +4,8 @@ import type { ReportingDevice } from '../src/iroh/dto/device-identity';
 import { IrohService } from '../src/iroh/iroh.service';
 import { unique, type TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
+import { NOT_FOUND } from './support/contract-bodies';
 
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
 const ALREADY_REGISTERED = { errors: { detail: 'That endpoint id is already registered.' } };
 const BAD_ID = { errors: { identifier: ['must be 64 hexadecimal characters'] } };
 const NOT_A_MEMBER = { errors: { user_email: ['does not belong to a member of this organization'] } };

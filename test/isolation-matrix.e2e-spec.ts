@@ -7,6 +7,7 @@ import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../src/common/
 import { type Role, roleSatisfies } from '../src/common/auth/roles';
 import { createTestApp, type TestApp } from './support/test-app';
 import { type TestUser, unique } from './support/fixtures';
+import { NOT_FOUND } from './support/contract-bodies';
 
 /**
  * Every route the app serves × every kind of caller → the contract's answer (sections 3 and 4). The routes
@@ -16,7 +17,6 @@ import { type TestUser, unique } from './support/fixtures';
 
 const UNAUTHORIZED = { error: 'unauthorized' };
 const FORBIDDEN = { error: 'forbidden' };
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
 
 interface AppRoute {
   id: string;

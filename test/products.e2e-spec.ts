@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
+import { NOT_FOUND } from './support/contract-bodies';
 
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
 const DEFAULTS = {
   allow_unsigned_atomvm_firmware: false,
   allow_unsigned_esp_idf_firmware: false,

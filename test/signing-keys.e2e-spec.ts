@@ -1,8 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
-
-const NOT_FOUND = { errors: { detail: 'Resource Not Found or Authorization Insufficient' } };
+import { NOT_FOUND } from './support/contract-bodies';
 
 function fwupPublicKey(): string {
   const { publicKey } = generateKeyPairSync('ed25519');

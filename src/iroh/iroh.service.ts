@@ -4,7 +4,11 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
-import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
+import {
+  isForeignKeyViolation,
+  isRetryableConflict,
+  isUniqueViolation,
+} from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { type PaginationView, paginationView } from '../common/http/pagination';
 import { escapeLike, isoOrNull } from '../common/values';
@@ -111,16 +115,9 @@ function toView(row: EndpointRow): IrohEndpointView {
   };
 }
 
-function sqlState(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const driverError = (err as { driverError?: unknown }).driverError ?? err;
-  const code = (driverError as { code?: unknown }).code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 /** A transaction that lost a race and may be decided again: unique violation, deadlock, serialization failure. */
 function isRetryable(err: unknown): boolean {
-  return isUniqueViolation(err) || sqlState(err) === '40P01' || sqlState(err) === '40001';
+  return isUniqueViolation(err) || isRetryableConflict(err);
 }
 
 @Injectable()

@@ -11,6 +11,12 @@ function pgError(err: unknown): PgError | undefined {
   return typeof driverError === 'object' && driverError !== null ? driverError : undefined;
 }
 
+/** A transaction that lost a race and may be run again: deadlock or serialization failure. */
+export function isRetryableConflict(err: unknown): boolean {
+  const code = pgError(err)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = pgError(err);
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
