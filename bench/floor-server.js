@@ -245,9 +245,13 @@ async function irohList(access, q) {
     const branches = [];
     const prefix = term.toLowerCase();
     if (/^[0-9a-f]+$/.test(prefix)) {
-      params.push(`${like(prefix)}%`);
+      params.push(
+        prefix,
+        `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}`,
+      );
       branches.push(
-        `SELECT e.id FROM iroh_endpoints e WHERE e.org_id = $1 AND e.identifier LIKE $${params.length}`,
+        `SELECT e.id FROM iroh_endpoints e
+          WHERE e.org_id = $1 AND e.identifier >= $${params.length - 1} AND e.identifier < $${params.length}`,
       );
     }
     params.push(`%${like(term)}%`);
@@ -273,6 +277,20 @@ async function irohList(access, q) {
     return [200, { data: rows.map(irohView) }];
   }
   const page = pageRequest(q);
+  if (term !== '') {
+    const { rows } = await pool.query(
+      `WITH hits AS MATERIALIZED (SELECT e.id, e.inserted_at, e.identifier FROM iroh_endpoints e WHERE ${where}),
+            page AS (SELECT id FROM hits ORDER BY inserted_at DESC, identifier DESC
+                      LIMIT $${params.length + 1} OFFSET $${params.length + 2})
+       SELECT ${RECORD_COLUMNS}, total.total
+         FROM (SELECT count(*)::int AS total FROM hits) total
+         LEFT JOIN (page JOIN iroh_endpoints e ON e.id = page.id ${OWNER_JOINS}) ON true
+        ${order}`,
+      [...params, page.pageSize, page.offset],
+    );
+    const hits = rows.filter((row) => row.identifier !== null);
+    return [200, { data: hits.map(irohView), pagination: paginationView(page, rows[0].total) }];
+  }
   const [rows, total] = await Promise.all([
     pool.query(
       `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${order}

@@ -62,9 +62,13 @@ describe('iroh endpoints', () => {
     return t.http().post(base(org)).set(user.auth).send(body);
   }
 
-  async function registered(user: TestUser, org: string, body: object = {}): Promise<string> {
-    const identifier = newKey();
-    await register(user, org, { identifier, ...body }).expect(201);
+  async function registered(
+    user: TestUser,
+    org: string,
+    body: { identifier?: string; [field: string]: unknown } = {},
+  ): Promise<string> {
+    const identifier = body.identifier ?? newKey();
+    await register(user, org, { ...body, identifier }).expect(201);
     return identifier;
   }
 
@@ -587,6 +591,38 @@ describe('iroh endpoints', () => {
           total_pages: 2,
         });
         expect(ids(alias.body.data)).toEqual(keys.slice(3));
+      });
+
+      it('pages through search hits with their total, up to and past the last page', async () => {
+        const { owner: searcher, org: searchOrg } = await setup();
+        // Three ids start with "abcf" (a prefix ending in the last hex digit), one with "abd0" just past it.
+        const hits: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          hits.unshift(await registered(searcher, searchOrg, { identifier: `abcf${newKey().slice(4)}` }));
+        }
+        const neighbour = await registered(searcher, searchOrg, { identifier: `abd0${newKey().slice(4)}` });
+        const page = async (term: string, n: number) =>
+          (
+            await t
+              .http()
+              .get(`${base(searchOrg)}?search=${term}&pagination[page]=${n}&pagination[page_size]=2`)
+              .set(searcher.auth)
+              .expect(200)
+          ).body;
+        const one = await page('ABCF', 1);
+        expect(one.pagination).toEqual({ page_number: 1, page_size: 2, total_entries: 3, total_pages: 2 });
+        expect(ids(one.data)).toEqual(hits.slice(0, 2));
+        expect(ids((await page('abcf', 2)).data)).toEqual(hits.slice(2));
+        expect(await page('abcf', 3)).toEqual({
+          data: [],
+          pagination: { page_number: 3, page_size: 2, total_entries: 3, total_pages: 2 },
+        });
+        expect((await page('abc', 1)).pagination.total_entries).toBe(3);
+        expect(ids((await page('abd', 1)).data)).toEqual([neighbour]);
+        expect(await page('abce', 1)).toEqual({
+          data: [],
+          pagination: { page_number: 1, page_size: 2, total_entries: 0, total_pages: 0 },
+        });
       });
 
       it('counts only what the filters match', async () => {

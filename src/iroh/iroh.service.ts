@@ -10,7 +10,7 @@ import {
   isUniqueViolation,
 } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { type PaginationView, paginationView } from '../common/http/pagination';
+import { type PageRequest, type PaginationView, paginationView } from '../common/http/pagination';
 import { escapeLike, isoOrNull } from '../common/values';
 import { isPlainObject } from '../common/validation/validation.pipe';
 import { normaliseEmail } from '../users/users.errors';
@@ -196,6 +196,7 @@ export class IrohService {
       );
       return { data: rows.map(toView) };
     }
+    if (query.search !== null) return this.searchPage(where, params, query.page);
     const [rows, total] = await Promise.all([
       this.db.query<EndpointRow[]>(
         `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${NEWEST_FIRST}
@@ -205,6 +206,30 @@ export class IrohService {
       this.count(where, params),
     ]);
     return { data: rows.map(toView), pagination: paginationView(query.page, total) };
+  }
+
+  /**
+   * A page of search hits and their total in one statement: the hits (few, found through the search
+   * indexes) are evaluated once, the page is cut from them by sort key, and only the page's rows are joined to
+   * their holders. The total row is always present, so a page past the end still reports the total.
+   */
+  private async searchPage(
+    where: string,
+    params: unknown[],
+    page: PageRequest,
+  ): Promise<{ data: IrohEndpointView[]; pagination: PaginationView }> {
+    const rows: (EndpointRow & { total: number })[] = await this.db.query(
+      `WITH hits AS MATERIALIZED (SELECT e.id, e.inserted_at, e.identifier FROM iroh_endpoints e WHERE ${where}),
+            page AS (SELECT id FROM hits ORDER BY inserted_at DESC, identifier DESC
+                      LIMIT $${params.length + 1} OFFSET $${params.length + 2})
+       SELECT ${RECORD_COLUMNS}, total.total
+         FROM (SELECT count(*)::int AS total FROM hits) total
+         LEFT JOIN (page JOIN iroh_endpoints e ON e.id = page.id ${OWNER_JOINS}) ON true
+        ${NEWEST_FIRST}`,
+      [...params, page.pageSize, page.offset],
+    );
+    const hits = rows.filter((row) => row.identifier !== null);
+    return { data: hits.map(toView), pagination: paginationView(page, rows[0].total) };
   }
 
   async show(access: OrgAccess, rawIdentifier: string): Promise<{ data: IrohEndpointView }> {
@@ -291,9 +316,15 @@ export class IrohService {
     const prefix = term.toLowerCase();
     // Endpoint ids are lower-case hex: another term cannot be the start of one.
     if (/^[0-9a-f]+$/.test(prefix)) {
-      params.push(`${escapeLike(prefix)}%`);
+      // The range [prefix, prefix with its last character raised by one) is exactly "starts with prefix" under
+      // the column's "C" collation, and stays an index range in a generic plan (a LIKE parameter does not).
+      params.push(
+        prefix,
+        `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}`,
+      );
       branches.push(
-        `SELECT e.id FROM iroh_endpoints e WHERE e.org_id = $1 AND e.identifier LIKE $${params.length}`,
+        `SELECT e.id FROM iroh_endpoints e
+          WHERE e.org_id = $1 AND e.identifier >= $${params.length - 1} AND e.identifier < $${params.length}`,
       );
     }
     // Only endpoints held by a device or a member have a holder's identifier or name to match.
