@@ -205,7 +205,11 @@ async function deviceList(access, productName, q) {
   }
   const [rows, counted] = await Promise.all([
     pool.query(
-      `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE ${where} ORDER BY ${orderBy} LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT ${DEVICE_COLUMNS}
+         FROM (SELECT d.id FROM devices d WHERE ${where} ORDER BY ${orderBy}
+                LIMIT $${params.length + 1} OFFSET $${params.length + 2}) page
+         JOIN ${DEVICE_FROM} ON d.id = page.id
+        ORDER BY ${orderBy}`,
       [...params, page.pageSize, page.offset],
     ),
     pool.query(count.sql, count.params),
@@ -297,7 +301,11 @@ async function irohList(access, q) {
           LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, page.pageSize, page.offset],
     ),
-    pool.query(`SELECT count(*)::int AS total FROM iroh_endpoints e WHERE ${where}`, params),
+    pool.query(
+      `SELECT COALESCE(sum(total), 0)::int AS total FROM org_iroh_endpoint_counts
+        WHERE org_id = $1 AND service = $2 AND ($3::varchar IS NULL OR owner_type = $3)`,
+      [access.org_id, 'iroh', null],
+    ),
   ]);
   return [200, { data: rows.rows.map(irohView), pagination: paginationView(page, total.rows[0].total) }];
 }

@@ -1,10 +1,14 @@
 import { Init1795322356360 } from './1795322356360-Init';
 import { DeviceCounters1795323774833 } from './1795323774833-DeviceCounters';
 import { GatewayAuditRateLimits1795324593147 } from './1795324593147-GatewayAuditRateLimits';
+import { IrohEndpointCounts1795331669444 } from './1795331669444-IrohEndpointCounts';
+import { DeviceListCoveringIndexes1795331900000 } from './1795331900000-DeviceListCoveringIndexes';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
   Init1795322356360,
   DeviceCounters1795323774833,
   GatewayAuditRateLimits1795324593147,
+  IrohEndpointCounts1795331669444,
+  DeviceListCoveringIndexes1795331900000,
 ];

@@ -49,13 +49,13 @@ async function main(): Promise<number> {
     await dataSource.destroy();
 
     if (command === 'check') {
-      if (sql.upQueries.length === 0) {
-        process.stdout.write('migrations match the entities\n');
-        return 0;
+      if (sql.upQueries.length > 0) {
+        process.stderr.write('entities and migrations drift; the missing statements are:\n');
+        for (const q of sql.upQueries) process.stderr.write(`  ${q.query};\n`);
+        return 1;
       }
-      process.stderr.write('entities and migrations drift; the missing statements are:\n');
-      for (const q of sql.upQueries) process.stderr.write(`  ${q.query};\n`);
-      return 1;
+      process.stdout.write('migrations match the entities\n');
+      return await checkReversible(location);
     }
 
     if (sql.upQueries.length === 0) {
@@ -87,6 +87,38 @@ ${down.join('\n')}
     return 0;
   } finally {
     await location.release();
+  }
+}
+
+/** Every migration's `down` undoes its `up`: revert all to an empty schema, apply all again, no drift. */
+async function checkReversible(location: DatabaseLocation): Promise<number> {
+  const dataSource = new DataSource(dataSourceOptions(await scratchDatabase(location)));
+  await dataSource.initialize();
+  try {
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    for (let i = 0; i < applied.length; i++) await dataSource.undoLastMigration({ transaction: 'each' });
+    const left: { kind: string; name: string }[] = await dataSource.query(
+      `SELECT 'table' AS kind, tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'
+       UNION ALL SELECT 'type', typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+        WHERE n.nspname = 'public' AND t.typtype = 'e'
+       UNION ALL SELECT 'function', proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'public' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')`,
+    );
+    if (left.length > 0) {
+      process.stderr.write('reverting every migration left objects behind:\n');
+      for (const o of left) process.stderr.write(`  ${o.kind} ${o.name}\n`);
+      return 1;
+    }
+    await dataSource.runMigrations({ transaction: 'each' });
+    const again = await dataSource.driver.createSchemaBuilder().log();
+    if (again.upQueries.length > 0) {
+      process.stderr.write('after down and up again the schema drifts from the entities\n');
+      return 1;
+    }
+    process.stdout.write(`every migration reverts cleanly (${applied.length} down, then up again)\n`);
+    return 0;
+  } finally {
+    await dataSource.destroy();
   }
 }
 

@@ -625,6 +625,60 @@ describe('iroh endpoints', () => {
         });
       });
 
+      it('keeps every total exact through creates, claims, deletes, member removal and device deletion', async () => {
+        const { owner: admin, org: countedOrg } = await setup();
+        const grace = await t.fixtures.user({ name: 'Grace Hopper' });
+        await t.fixtures.addMember(countedOrg, grace, 'view');
+        const totals = async () => {
+          const paged = async (owner: string) =>
+            (
+              await t
+                .http()
+                .get(`${base(countedOrg)}?pagination[page]=1${owner ? `&owner=${owner}` : ''}`)
+                .set(admin.auth)
+                .expect(200)
+            ).body.pagination.total_entries as number;
+          const counted = await t.db.query(
+            `SELECT count(*)::int AS total,
+                    count(*) FILTER (WHERE device_id IS NOT NULL)::int AS device,
+                    count(*) FILTER (WHERE device_id IS NULL AND user_id IS NOT NULL)::int AS "user",
+                    count(*) FILTER (WHERE device_id IS NULL AND user_id IS NULL)::int AS none
+               FROM iroh_endpoints WHERE org_id = $1`,
+            [await orgId(countedOrg)],
+          );
+          const api = {
+            total: await paged(''),
+            device: await paged('device'),
+            user: await paged('user'),
+            none: await paged('none'),
+          };
+          expect(api).toEqual(counted[0]);
+          return api;
+        };
+
+        const unowned = await registered(admin, countedOrg);
+        const claimedLater = await registered(admin, countedOrg);
+        await registered(admin, countedOrg, { user_email: grace.user.email });
+        await registered(admin, countedOrg, { user_email: grace.user.email });
+        expect(await totals()).toEqual({ total: 4, device: 0, user: 2, none: 2 });
+
+        const gadget = await device(countedOrg);
+        await iroh.reportDeviceIdentities(gadget, [{ identifier: claimedLater }]);
+        await iroh.reportDeviceIdentities(gadget, [{ identifier: newKey(), instance: 'console' }]);
+        expect(await totals()).toEqual({ total: 5, device: 2, user: 2, none: 1 });
+
+        await t
+          .http()
+          .delete(`${base(countedOrg)}/${unowned}`)
+          .set(admin.auth)
+          .expect(204);
+        await t.db.query('DELETE FROM users WHERE id = $1', [grace.user.id]);
+        expect(await totals()).toEqual({ total: 4, device: 2, user: 0, none: 2 });
+
+        await t.db.query('DELETE FROM devices WHERE id = $1', [gadget.id]);
+        expect(await totals()).toEqual({ total: 2, device: 0, user: 0, none: 2 });
+      });
+
       it('counts only what the filters match', async () => {
         const res = await t
           .http()

@@ -9,6 +9,7 @@ import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
 import { PendingUpdate } from '../firmware/pending-update.entity';
 import { SigningKey } from '../firmware/signing-key.entity';
+import { OrgIrohEndpointCount } from '../iroh/iroh-endpoint-count.entity';
 import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
 import { Membership } from '../orgs/membership.entity';
 import { Org } from '../orgs/org.entity';
@@ -28,6 +29,7 @@ export const ENTITIES = [
   SigningKey,
   PendingUpdate,
   IrohEndpoint,
+  OrgIrohEndpointCount,
   ProductDeviceCount,
   ProductTagCount,
   ProductSharedSecret,

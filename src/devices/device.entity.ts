@@ -15,7 +15,7 @@ export type FirmwareMetadata = Record<string, string | null>;
  * declared with `synchronize: false` here and created in the migration; see docs/queries.md.
  */
 @Entity('devices')
-@Index('devices_product_id_identifier_idx', ['productId', 'identifier'])
+@Index('devices_product_id_identifier_idx', { synchronize: false })
 @Index('devices_product_id_inserted_at_idx', { synchronize: false })
 @Index('devices_product_id_last_communication_idx', { synchronize: false })
 @Index('devices_product_id_firmware_version_idx', { synchronize: false })

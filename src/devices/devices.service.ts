@@ -79,7 +79,11 @@ export class DevicesService {
     const offset = `$${params.length + 2}`;
     const [rows, [{ count }]] = await Promise.all([
       this.db.query<DeviceRow[]>(
-        `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE ${where} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}`,
+        // The page's ids first (an index-only scan of the sort index, which includes id), then only those rows.
+        `SELECT ${DEVICE_COLUMNS}
+           FROM (SELECT d.id FROM devices d WHERE ${where} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}) page
+           JOIN ${DEVICE_FROM} ON d.id = page.id
+          ORDER BY ${orderBy}`,
         [...params, listQuery.page.pageSize, listQuery.page.offset],
       ),
       this.db.query<{ count: number }[]>(countQuery.sql, countQuery.params),

@@ -203,7 +203,7 @@ export class IrohService {
           LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
         [...params, query.page.pageSize, query.page.offset],
       ),
-      this.count(where, params),
+      this.countAll(access.orgId, query.owner),
     ]);
     return { data: rows.map(toView), pagination: paginationView(query.page, total) };
   }
@@ -346,10 +346,12 @@ export class IrohService {
     return `e.id IN (${branches.join(' UNION ')})`;
   }
 
-  private async count(where: string, params: unknown[]): Promise<number> {
+  /** The org's endpoints (of one kind of holder), from the counter rows the `iroh_endpoints` triggers keep exact. */
+  private async countAll(orgId: string, owner: IrohOwnerType | null): Promise<number> {
     const [{ total }]: { total: number }[] = await this.db.query(
-      `SELECT count(*)::int AS total FROM iroh_endpoints e WHERE ${where}`,
-      params,
+      `SELECT COALESCE(sum(total), 0)::int AS total FROM org_iroh_endpoint_counts
+        WHERE org_id = $1 AND service = $2 AND ($3::varchar IS NULL OR owner_type = $3)`,
+      [orgId, IROH_SERVICE, owner],
     );
     return total;
   }
