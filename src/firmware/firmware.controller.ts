@@ -1,9 +1,9 @@
 import { Controller, Delete, Get, Param, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
-import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { ApiOperationDoc, FieldErrorBody } from '../common/openapi/api-docs';
 import { FirmwareDetailView, FirmwareUploadDto, FirmwareView } from './dto/firmware.dto';
 import { FirmwareService } from './firmware.service';
 
@@ -18,12 +18,39 @@ export class FirmwareController {
   @Route('firmwares.upload')
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: FirmwareUploadDto })
+  @ApiResponse({
+    status: 422,
+    description:
+      'The file is refused: no `firmware` field, an unrecognised format, a tool the product does not allow, a ' +
+      'malformed file, a missing or invalid signature, an unsigned image the product does not allow, another ' +
+      'product, a version that is not SemVer (`version`), or a uuid or version already uploaded (`uuid`, `version`)',
+    type: FieldErrorBody,
+    example: {
+      errors: {
+        firmware: [
+          'Unrecognised firmware format. Expected an fwup archive (.fw), an AtomVM packbeam (.avm) or an ESP-IDF ' +
+            'application image (.bin).',
+        ],
+      },
+    },
+  })
   @ApiOperationDoc({
     summary: 'Upload a firmware',
     description:
-      'Extension of 2.0.0. A fwup `.fw` archive in the multipart field `firmware`, signed with one of the ' +
-      "organization's keys, built for this product (`meta-product`), with a semantic version. Streamed to " +
-      'storage; at most 256 MiB unless configured otherwise (413 beyond).',
+      'Extension of 2.0.0. The file goes in the multipart field `firmware`; its format is detected from its ' +
+      'content, never its name: an fwup `.fw` archive (zip), an AtomVM packbeam (`.avm`) or an ESP-IDF ' +
+      "application image (`.bin`). The format's tool must be in the product's `allowed_update_tools`. " +
+      "**fwup**: signed with one of the organization's keys (`meta.conf.ed25519`), product, platform, " +
+      'architecture and version from `meta.conf`, uuid as fwup computes `meta-uuid`. **AtomVM**: product and ' +
+      'version (`vsn`, normalised to SemVer) from `<app>/priv/application.bin`, platform `atomvm`, architecture ' +
+      '`beam`, uuid from the SHA-256 of the file; a `nerves_hub/signature` entry must verify with an organization ' +
+      'key, an unsigned packbeam needs `allow_unsigned_atomvm_firmware`. **ESP-IDF**: product, version ' +
+      '(PROJECT_VER, normalised to SemVer) and chip from the app descriptor, uuid from its ELF SHA-256; never ' +
+      "verifiable with the organization's ed25519 keys, so accepted only with `allow_unsigned_esp_idf_firmware` " +
+      '(a Secure Boot v2 signature block, when present, must be intact). The declared product must be this ' +
+      'product and the version SemVer. Streamed to storage; at most 256 MiB unless configured otherwise ' +
+      '(413 beyond). Every refusal of the file is a 422: `{"errors":{"firmware":["<why>"]}}` (or `version`, ' +
+      '`uuid`).',
     status: 201,
     data: FirmwareView,
     errors: [400, 413, 422],

@@ -14,14 +14,8 @@ import type { Product } from '../products/product.entity';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import { Firmware } from './firmware.entity';
-import {
-  type FirmwareArchive,
-  FirmwareFormatError,
-  missingRequiredMetadata,
-  readFirmwareArchive,
-  semverSortKey,
-  verifyMetaSignature,
-} from './fwup';
+import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
+import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareStorage } from './storage/firmware-storage';
 import { type ReceivedFile, receiveFirmwareUpload } from './upload-receiver';
 
@@ -39,30 +33,6 @@ function firmwareView(firmware: Firmware, productName: string): FirmwareView {
 }
 
 const invalidFirmware = (message: string) => DomainError.invalidField('firmware', message);
-
-type LimitedField =
-  'product' | 'platform' | 'architecture' | 'version' | 'author' | 'vcsIdentifier' | 'fwupVersion';
-
-/** Column sizes of the firmwares table. */
-const META_LIMITS: Record<LimitedField, number> = {
-  product: 255,
-  platform: 255,
-  architecture: 255,
-  version: 255,
-  author: 255,
-  vcsIdentifier: 255,
-  fwupVersion: 64,
-};
-
-const META_NAMES: Record<LimitedField, string> = {
-  product: 'meta-product',
-  platform: 'meta-platform',
-  architecture: 'meta-architecture',
-  version: 'meta-version',
-  author: 'meta-author',
-  vcsIdentifier: 'meta-vcs-identifier',
-  fwupVersion: 'meta-fwup-version',
-};
 
 @Injectable()
 export class FirmwareService {
@@ -141,65 +111,28 @@ export class FirmwareService {
   }
 
   private async validateAndStore(access: OrgAccess, product: Product, file: ReceivedFile): Promise<Firmware> {
-    let archive: FirmwareArchive;
-    try {
-      archive = await readFirmwareArchive(file.path);
-    } catch (err) {
-      if (err instanceof FirmwareFormatError) throw invalidFirmware(err.message);
-      throw err;
-    }
-    const meta = archive.metadata;
-    const missing = missingRequiredMetadata(meta);
-    if (missing.length > 0) {
-      throw invalidFirmware(`meta.conf lacks ${missing.map((key) => `meta-${key}`).join(', ')}`);
-    }
-    const tooLong = (Object.keys(META_LIMITS) as LimitedField[]).find(
-      (field) => [...(meta[field] ?? '')].length > META_LIMITS[field],
-    );
-    if (tooLong) {
+    const tool = await detectFileFormat(file.path);
+    if (tool === null) throw invalidFirmware(UNRECOGNISED_FORMAT);
+    if (!(product.allowedUpdateTools as string[]).includes(tool)) {
       throw invalidFirmware(
-        `meta.conf's ${META_NAMES[tooLong]} is longer than ${META_LIMITS[tooLong]} characters`,
+        `The product "${product.name}" does not accept ${tool} firmware. A member with the manage role can ` +
+          `enable it in the product's settings (allowed_update_tools).`,
       );
     }
-    if (!product.allowedUpdateTools.includes('fwup')) {
-      throw invalidFirmware(
-        `the product "${product.name}" does not accept fwup firmware (see allowed_update_tools)`,
-      );
-    }
-    if (meta.product !== product.name) {
-      throw invalidFirmware(
-        `is built for the product "${meta.product}", but was uploaded to "${product.name}"`,
-      );
-    }
-    const versionSortKey = semverSortKey(meta.version!);
-    if (versionSortKey === null)
-      throw DomainError.invalidField('version', 'must be a valid semantic version');
-
-    const keys = await this.keys.forOrg(access.orgId);
-    if (!archive.signature) {
-      throw invalidFirmware(
-        "is not signed: fwup firmware must be signed with one of the organization's keys",
-      );
-    }
-    if (keys.length === 0) throw invalidFirmware('is signed, but the organization has no signing keys yet');
-    const signedWith = verifyMetaSignature(archive.metaConf, archive.signature, keys);
-    if (signedWith === null)
-      throw invalidFirmware("signature does not match any of the organization's signing keys");
-
-    const uuid = archive.uuid;
-    const storageKey = `${product.id}/${uuid}.fw`;
+    const candidate = await inspectFirmware(tool, file, product, () => this.keys.forOrg(access.orgId));
+    const storageKey = `${product.id}/${candidate.uuid}${FILE_EXTENSIONS[tool]}`;
     let stored = false;
     try {
       return await this.db.transaction(async (tx) => {
         // Serialises uploads to one product so that "version already taken" cannot race.
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext('firmware'), hashtext($1))`, [product.id]);
         const repo = tx.getRepository(Firmware);
-        if (await repo.existsBy({ productId: product.id, uuid })) {
+        if (await repo.existsBy({ productId: product.id, uuid: candidate.uuid })) {
           throw DomainError.invalidField('uuid', 'has already been taken');
         }
         if (
           product.requireUniqueFirmwareVersion &&
-          (await repo.existsBy({ productId: product.id, version: meta.version! }))
+          (await repo.existsBy({ productId: product.id, version: candidate.version }))
         ) {
           throw DomainError.invalidField('version', 'has already been taken');
         }
@@ -208,23 +141,23 @@ export class FirmwareService {
         const saved = await repo.save(
           repo.create({
             productId: product.id,
-            uuid,
-            version: meta.version!,
-            versionSortKey,
-            metaProduct: meta.product!,
-            platform: meta.platform!,
-            architecture: meta.architecture!,
-            author: meta.author ?? null,
-            description: meta.description ?? null,
-            misc: meta.misc ?? null,
-            vcsIdentifier: meta.vcsIdentifier ?? null,
-            fwupVersion: meta.fwupVersion ?? null,
-            tool: 'fwup',
+            uuid: candidate.uuid,
+            version: candidate.version,
+            versionSortKey: candidate.versionSortKey,
+            metaProduct: candidate.product,
+            platform: candidate.platform,
+            architecture: candidate.architecture,
+            author: candidate.author,
+            description: candidate.description,
+            misc: candidate.misc,
+            vcsIdentifier: candidate.vcsIdentifier,
+            fwupVersion: candidate.fwupVersion,
+            tool,
             size: String(file.size),
             sha256: file.sha256,
             chunkSha256: file.chunkSha256,
             storageKey,
-            signedWith,
+            signedWith: candidate.signedWith,
             uploadedById: access.actor.userId,
           }),
         );
@@ -233,8 +166,8 @@ export class FirmwareService {
           actor: access.actor,
           action: 'firmware.upload',
           targetType: 'firmware',
-          targetId: uuid,
-          details: { product: product.name, version: meta.version!, size: file.size },
+          targetId: candidate.uuid,
+          details: { product: product.name, version: candidate.version, size: file.size, tool },
         });
         return saved;
       });

@@ -18,7 +18,9 @@ export class FirmwareUploadDto {
   @ApiProperty({
     type: 'string',
     format: 'binary',
-    description: 'A fwup .fw archive, signed with an organization key',
+    description:
+      'An fwup .fw archive, an AtomVM packbeam (.avm) or an ESP-IDF application image (.bin); the format is ' +
+      'detected from the content',
   })
   firmware: unknown;
 }

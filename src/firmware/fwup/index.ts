@@ -18,4 +18,10 @@ export {
 } from './meta-conf';
 export { computeMetaUuid } from './meta-uuid';
 export { SEMVER_SORT_KEY_MAX_LENGTH, semverSortKey } from './semver-sort-key';
-export { ED25519_SIGNATURE_SIZE, isValidSigningKey, verifyMetaSignature } from './signature';
+export {
+  ED25519_SIGNATURE_SIZE,
+  isValidSigningKey,
+  MAX_SIGNED_FILE_BYTES,
+  verifyFileSignature,
+  verifyMetaSignature,
+} from './signature';

@@ -1,4 +1,7 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FWUP_SIGNED } from '../../../test/support/fwup-vectors';
 import {
   fwupKeyPairFromSeed,
@@ -6,7 +9,12 @@ import {
   generateFwupKeyPair,
   signMetaConf,
 } from '../../../test/support/fw-builder';
-import { isValidSigningKey, verifyMetaSignature } from './signature';
+import {
+  isValidSigningKey,
+  MAX_SIGNED_FILE_BYTES,
+  verifyFileSignature,
+  verifyMetaSignature,
+} from './signature';
 
 describe('verifyMetaSignature', () => {
   const other = generateFwupKeyPair();
@@ -113,5 +121,55 @@ describe('isValidSigningKey', () => {
       fwupPublicKey(generateKeyPairSync('ed25519').publicKey).slice(0, 40) + '====',
     ];
     for (const value of rejected) expect([value, isValidSigningKey(value)]).toEqual([value, false]);
+  });
+});
+
+describe('verifyFileSignature', () => {
+  const signer = fwupKeyPairFromSeed('file-signer');
+  const other = fwupKeyPairFromSeed('file-other');
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fleethub-sig-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('verifies a signature of the first bytes of a file, for any of several keys', async () => {
+    const signed = randomBytes(3 * 65536 + 17);
+    const path = join(dir, 'file');
+    await writeFile(path, Buffer.concat([signed, Buffer.from('unsigned tail')]));
+    const signature = sign(null, signed, signer.privateKey);
+    const keys = [
+      { name: 'broken', key: 'not a key' },
+      { name: 'other', key: other.publicKey },
+      { name: 'signer', key: signer.publicKey },
+    ];
+    expect(await verifyFileSignature(path, signed.length, signature, keys)).toBe('signer');
+    expect(await verifyFileSignature(path, signed.length + 1, signature, keys)).toBeNull();
+    expect(await verifyFileSignature(path, signed.length - 1, signature, keys)).toBeNull();
+    expect(await verifyFileSignature(path, signed.length, signature, keys.slice(0, 2))).toBeNull();
+    expect(await verifyFileSignature(path, signed.length, signature.subarray(1), keys)).toBeNull();
+    expect(await verifyFileSignature(path, signed.length, signature, [])).toBeNull();
+  });
+
+  it('verifies a signature of nothing (length 0)', async () => {
+    const path = join(dir, 'empty-prefix');
+    await writeFile(path, 'anything');
+    const signature = sign(null, Buffer.alloc(0), signer.privateKey);
+    expect(await verifyFileSignature(path, 0, signature, [{ name: 'signer', key: signer.publicKey }])).toBe(
+      'signer',
+    );
+  });
+
+  it('refuses a range larger than it will read, and a range past the end of the file', async () => {
+    const path = join(dir, 'short');
+    await writeFile(path, 'short');
+    const signature = sign(null, Buffer.from('short!'), signer.privateKey);
+    const keys = [{ name: 'signer', key: signer.publicKey }];
+    expect(await verifyFileSignature(path, 6, signature, keys)).toBeNull();
+    await expect(verifyFileSignature(path, MAX_SIGNED_FILE_BYTES + 1, signature, keys)).rejects.toThrow(
+      RangeError,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { open } from 'node:fs/promises';
 
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw 32-byte key follows it. */
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -43,4 +44,34 @@ export function verifyMetaSignature(
     }
   }
   return null;
+}
+
+/**
+ * The largest signed range `verifyFileSignature` reads. Node's ed25519 (OpenSSL) verifies a message held in memory,
+ * so the range is read whole; 16 MiB is more than any AtomVM packbeam needs (the flash it is written to is smaller).
+ */
+export const MAX_SIGNED_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Like `verifyMetaSignature`, for the first `length` bytes of the file at `filePath` (at most
+ * `MAX_SIGNED_FILE_BYTES`; the caller refuses longer ranges). The name of the first key whose signature verifies,
+ * or null.
+ */
+export async function verifyFileSignature(
+  filePath: string,
+  length: number,
+  signature: Uint8Array,
+  keys: readonly { name: string; key: string }[],
+): Promise<string | null> {
+  if (length > MAX_SIGNED_FILE_BYTES) throw new RangeError(`signed range of ${length} bytes is too large`);
+  if (signature.length !== ED25519_SIGNATURE_SIZE || keys.length === 0) return null;
+  const signed = Buffer.alloc(length);
+  const file = await open(filePath, 'r');
+  try {
+    const { bytesRead } = await file.read(signed, 0, length, 0);
+    if (bytesRead !== length) return null;
+  } finally {
+    await file.close();
+  }
+  return verifyMetaSignature(signed, signature, keys);
 }

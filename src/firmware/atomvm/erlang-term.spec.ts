@@ -1,0 +1,105 @@
+import fc from 'fast-check';
+import { applicationTerm, etf } from '../../../test/support/fw-builder-packbeam';
+import { decodeErlangTerm, ErlangTermError, MAX_TERM_DEPTH, termText } from './erlang-term';
+
+describe('decodeErlangTerm', () => {
+  it('decodes term_to_binary({a, "b"}) as OTP 26 writes it', () => {
+    expect(decodeErlangTerm(Buffer.from([131, 104, 2, 119, 1, 97, 107, 0, 1, 98]))).toEqual({
+      type: 'tuple',
+      elements: [
+        { type: 'atom', value: 'a' },
+        { type: 'bytes', value: Buffer.from('b') },
+      ],
+    });
+  });
+
+  it('decodes every supported tag', () => {
+    const term = etf.encode(
+      etf.tuple(
+        etf.integer(7),
+        etf.integer(-70000),
+        etf.atom('ä'),
+        etf.latin1Atom('é'),
+        etf.binary('bin'),
+        etf.list([etf.integer(1)], etf.atom('tail')),
+        etf.list([]),
+        etf.float(1.5),
+        etf.map([[etf.atom('k'), etf.string('v')]]),
+        etf.tuple(...Array.from({ length: 300 }, () => etf.integer(0))),
+      ),
+    );
+    const decoded = decodeErlangTerm(term);
+    if (decoded.type !== 'tuple') throw new Error('not a tuple');
+    expect(decoded.elements.slice(0, 9)).toEqual([
+      { type: 'integer', value: 7 },
+      { type: 'integer', value: -70000 },
+      { type: 'atom', value: 'ä' },
+      { type: 'atom', value: 'é' },
+      { type: 'binary', value: Buffer.from('bin') },
+      { type: 'list', elements: [{ type: 'integer', value: 1 }], tail: { type: 'atom', value: 'tail' } },
+      { type: 'nil' },
+      { type: 'other' },
+      { type: 'other' },
+    ]);
+    const large = decoded.elements[9];
+    expect(large.type === 'tuple' ? large.elements.length : null).toBe(300);
+  });
+
+  it('reads text from charlists, STRING_EXT, binaries', () => {
+    expect(termText(decodeErlangTerm(etf.encode(etf.string('héllo'))))).toBe('héllo');
+    expect(termText(decodeErlangTerm(etf.encode(etf.string('snow ☃'))))).toBe('snow ☃');
+    expect(termText(decodeErlangTerm(etf.encode(etf.binary('☃'))))).toBe('☃');
+    expect(termText(decodeErlangTerm(etf.encode(etf.string(''))))).toBe('');
+    expect(termText(decodeErlangTerm(etf.encode(etf.tuple())))).toBeNull();
+    expect(termText(decodeErlangTerm(etf.encode(etf.list([etf.atom('x')]))))).toBeNull();
+  });
+
+  it('decodes a whole application term', () => {
+    expect(decodeErlangTerm(applicationTerm({ name: 'hello', vsn: '1.0.0' }))).toMatchObject({
+      type: 'tuple',
+      elements: [{ value: 'application' }, { value: 'hello' }, { type: 'list' }],
+    });
+  });
+
+  it.each([
+    ['no version byte', Buffer.from([104, 0]), /version byte 131/],
+    ['compressed', Buffer.from([131, 80, 0, 0, 0, 1, 0]), /compressed/],
+    ['unsupported tag', Buffer.from([131, 88]), /unsupported term \(tag 88\)/],
+    ['truncated atom', Buffer.from([131, 119, 5, 97]), /truncated/],
+    ['huge list length', Buffer.from([131, 108, 0xff, 0xff, 0xff, 0xff, 106]), /truncated/],
+    ['huge binary length', Buffer.from([131, 109, 0xff, 0xff, 0xff, 0xff]), /truncated/],
+    ['huge map', Buffer.from([131, 116, 0x7f, 0xff, 0xff, 0xff]), /truncated/],
+    ['trailing bytes', Buffer.from([131, 106, 106]), /1 bytes after the term/],
+    ['empty', Buffer.alloc(0), /truncated/],
+  ])('refuses %s', (_name, bytes, message) => {
+    expect(() => decodeErlangTerm(bytes)).toThrow(ErlangTermError);
+    expect(() => decodeErlangTerm(bytes)).toThrow(message);
+  });
+
+  it(`refuses nesting deeper than ${MAX_TERM_DEPTH} levels, without exhausting the stack`, () => {
+    let term = etf.list([]);
+    for (let i = 0; i < MAX_TERM_DEPTH; i += 1) term = etf.tuple(term);
+    expect(() => decodeErlangTerm(etf.encode(term))).not.toThrow();
+    expect(() => decodeErlangTerm(etf.encode(etf.tuple(term)))).toThrow(/deeper than 64 levels/);
+    const nested = Buffer.alloc(20_000);
+    for (let i = 0; i < nested.length; i += 2) {
+      nested[i] = 104;
+      nested[i + 1] = 1;
+    }
+    // 10,000 one-element tuples, each inside the previous one
+    expect(() => decodeErlangTerm(Buffer.concat([Buffer.from([131]), nested]))).toThrow(/deeper than/);
+  });
+
+  it('throws nothing but ErlangTermError on random bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        try {
+          decodeErlangTerm(Buffer.concat([Buffer.from([131]), bytes]));
+        } catch (err) {
+          expect(err).toBeInstanceOf(ErlangTermError);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
