@@ -60,12 +60,14 @@ function renderMarkdown(r) {
       `| ${label === 'fleethub' ? `\`${s.name}\`: ${s.title}` : ''} | ${label} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ` +
       `${x.latency_ms.max} | ${x.errors} / ${x.non_2xx} | ${x.server_cpu_percent} % | ${ratio} | ${label === 'fleethub' ? fmt(s.load_average_before) : ''} |`;
     lines.push(row('fleethub', s.fleethub, s.ratio_to_floor !== undefined ? `**${s.ratio_to_floor}**` : '–'));
+    if (s.fleethub_one_client) lines.push(row('fleethub, 1 client', s.fleethub_one_client, ''));
     if (s.floor) lines.push(row('floor', s.floor, ''));
   }
   lines.push('');
   lines.push(
     '"server CPU" is the server process\'s CPU time over the run (100 % = one core; PostgreSQL and the client are not included). ' +
-      '"load avg" is the machine\'s 1-minute load average when the scenario started (2 cores: above 2 means other work competed).',
+      '"load avg" is the machine\'s 1-minute load average when the scenario started (2 cores: above 2 means other work competed). ' +
+      '"1 client" rows: the same requests sent back to back by one connection, the latency a single caller sees; the iroh search goal is judged on them (docs/decisions.md).',
   );
   lines.push('');
   const checked = r.scenarios.filter((s) => s.check);
@@ -113,7 +115,8 @@ function renderMarkdown(r) {
   lines.push('');
   lines.push('| Goal | Status | Measured |');
   lines.push('| --- | --- | --- |');
-  for (const g of r.goals) lines.push(`| ${g.goal} | ${g.met ? '**met**' : '**missed**'} | ${g.detail} |`);
+  for (const g of r.goals)
+    lines.push(`| ${g.goal} | ${g.met === null ? 'info' : g.met ? '**met**' : '**missed**'} | ${g.detail} |`);
   lines.push('');
   if (r.mode !== 'full') {
     lines.push(
@@ -124,29 +127,67 @@ function renderMarkdown(r) {
   const ds = r.device_sockets;
   const sr = ds.results;
   if (sr && !sr.error) {
+    const n = (x) => (typeof x === 'number' ? x.toLocaleString('en') : fmt(x));
     lines.push('## Device sockets (gateway simulator)');
     lines.push('');
     lines.push(
-      `Simulated NervesHubLink devices from \`src/gateway/simulator.ts\` (NH1 product shared secret, registered on first ` +
-        `connect, joined to \`device\` and \`console\`), in their own product; client and server on the same machine.`,
+      `Simulated NervesHubLink devices from \`src/gateway/simulator.ts\` (NH1 product shared secret; the devices are ` +
+        `registered beforehand in one INSERT, so registration on first connect is not measured; joined to \`device\`, \`console\` and \`extensions\`), in their own product, held by ${fmt(sr.client_processes)} ` +
+        `client processes (\`bench/sockets.js\`); clients, server(s) and PostgreSQL on the same machine.`,
     );
     lines.push('');
+    if (sr.server_fd_limit) {
+      const l = sr.server_fd_limit;
+      lines.push(
+        `Every device socket is an open file of the server process. Its limit here is ${n(l.soft)} (soft) / ${n(l.hard)} (hard)` +
+          `${l.soft_is_hard ? ', the soft limit raised to the hard one' : ' (the soft limit is NOT the hard one)'}; ` +
+          `${n(sr.fd_reserve)} are kept for the server's other descriptors, so one process here can hold at most ` +
+          `${n(Math.max(0, l.soft - sr.fd_reserve))} device sockets. ` +
+          (sr.capped_by_fd_limit
+            ? `**N is capped by the machine's descriptor limit**: ${n(sr.devices)} devices were measured instead of the ` +
+              `${n(sr.devices_requested)} asked for; the goal's per-connection figure is judged at that N.`
+            : `N = ${n(sr.devices)} (not capped).`),
+      );
+      lines.push('');
+    }
     lines.push('| Scenario | Result |');
     lines.push('| --- | --- |');
+    const c = sr.connect;
     lines.push(
-      `| connect ${sr.devices} devices at once | all joined in ${fmt(sr.connect.all_joined_ms)} ms (${sr.connect.joined}/${sr.devices}); ` +
-        `server RSS ${sr.connect.server_rss_before_mib} → ${sr.connect.server_rss_connected_mib} MiB` +
-        `${sr.connect.server_kib_per_device === null ? ' (fell: GC during the phase, no per-device figure)' : ` (${sr.connect.server_kib_per_device} KiB per device)`}` +
-        `${sr.connect.not_joined ? `; not joined within 120 s: ${sr.connect.not_joined.join(', ')}` : ''} |`,
+      `| connect ${n(sr.devices)} devices at once, one server process | all joined in ${fmt(c.all_joined_ms)} ms ` +
+        `(${n(c.joined)}/${n(sr.devices)}, ${fmt(c.failed_attempts)} failed attempts; ${fmt(c.listen_queue_overflows)} listen-queue overflows) |`,
     );
     lines.push(
-      `| reconnect storm (all ${sr.devices} dropped, all reconnect at once) | all joined in ${fmt(sr.reconnect_storm.all_joined_ms)} ms ` +
-        `(${sr.reconnect_storm.joined}/${sr.devices}, ${sr.reconnect_storm.connection_attempts} connections made) |`,
+      `| server memory per connection (after all joined + ${fmt(c.settle_ms)} ms − before) ÷ ${n(c.joined)} | ` +
+        `**${fmt(c.server_kib_per_device)} KiB RSS** (${fmt(c.server_rss_before_mib)} → ${fmt(c.server_rss_connected_mib)} MiB); ` +
+        `V8 heap used ${fmt(c.server_heap_kib_per_device)} KiB (${fmt(c.server_heap_before_mib)} → ${fmt(c.server_heap_connected_mib)} MiB); ` +
+        `external ${fmt(c.server_external_kib_per_device)} KiB; open files ${fmt(c.server_open_fds_before)} → ${fmt(c.server_open_fds_connected)}` +
+        `${c.not_joined ? `; not joined: ${c.not_joined.join(', ')}` : ''} |`,
     );
-    const u = sr.upgrade_to_frame;
+    const s = sr.reconnect_storm;
     lines.push(
-      `| upgrade → \`update\` frame (${u.requests} devices, one at a time) | p50 ${fmt(u.p50_ms)} ms, p99 ${fmt(u.p99_ms)} ms, max ${fmt(u.max_ms)} ms; ` +
-        `${u.frames_received} received, ${u.frames_missing} missing |`,
+      `| reconnect storm: all ${n(sr.devices)} closed by the clients (recorded disconnected in ${fmt(s.disconnect_recorded_ms)} ms), ` +
+        `then ${n(sr.storm_devices)} reconnect at once | all joined in ${fmt(s.all_joined_ms)} ms ` +
+        `(${n(s.joined)}/${n(sr.storm_devices)}; ${n(s.connection_attempts)} attempts, ${fmt(s.failed_attempts)} failed; ` +
+        `${fmt(s.listen_queue_overflows)} listen-queue overflows)` +
+        `${s.not_joined ? `; not joined: ${s.not_joined.join(', ')}` : ''} |`,
+    );
+    const latencyRow = (label, u) =>
+      u &&
+      lines.push(
+        `| ${label} (${u.requests} devices, one at a time) | p50 ${fmt(u.p50_ms)} ms, p99 ${fmt(u.p99_ms)} ms, max ${fmt(u.max_ms)} ms; ` +
+          `${u.frames_received} received, ${u.frames_missing} missing |`,
+      );
+    latencyRow('upgrade → `update` frame, same instance', sr.upgrade_to_frame);
+    latencyRow(
+      'upgrade → `update` frame across instances (request to instance B, socket on A, PgDeviceBus)',
+      sr.upgrade_to_frame_cross,
+    );
+    lines.push('');
+    lines.push(
+      '"listen-queue overflows" is the kernel\'s `ListenOverflows` counter over the phase (machine-wide): handshakes ' +
+        "dropped because the server's accept queue was full, which the clients' TCP retries after 1, 3, 7… s — the " +
+        'long tail of a connect burst. "failed attempts" are connections that errored (reset, refused, non-101) and were retried.',
     );
     lines.push('');
   } else {
@@ -175,7 +216,10 @@ function renderMarkdown(r) {
     '# options: --only=devices_page1,iroh_search_member,upload,sockets  --duration=5  --no-floor  --no-upload  --no-sockets',
   );
   lines.push(
-    '#          --socket-devices=N  --upload-mib=N  --no-write  --keep-db   (bench/README.md: details and findings)',
+    '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --upload-mib=N  --no-write  --keep-db',
+  );
+  lines.push(
+    "#          (bench/README.md: details and findings; BENCH_SERVER_NODE_ARGS=... adds flags to the server's node)",
   );
   lines.push(
     '# BENCH_DATABASE_URL=postgres://... uses that database instead of the embedded one in .bench-data/',

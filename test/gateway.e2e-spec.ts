@@ -268,6 +268,31 @@ describe('device gateway', () => {
       expect(row.connected_instance_id).toBe(b.app.get(DeviceGateway).instanceId);
       expect((await showDevice(identifier)).connection_status).toBe('connected');
     });
+
+    it('closes the older sockets on another instance of many devices connecting at once', async () => {
+      const identifiers = await Promise.all(Array.from({ length: 12 }, () => newDevice()));
+      const onA = await Promise.all(identifiers.map((identifier) => connectJoined(identifier, urlA)));
+      const onB = await Promise.all(identifiers.map((identifier) => connectJoined(identifier, urlB)));
+      expect(await Promise.all(onA.map((client) => client.closed))).toEqual(identifiers.map(() => 1000));
+      for (const client of onB) await settle(client);
+      const rows = await a.db.query(
+        `SELECT DISTINCT connection_status, connected_instance_id FROM devices WHERE identifier = ANY($1)`,
+        [identifiers],
+      );
+      expect(rows).toEqual([
+        { connection_status: 'connected', connected_instance_id: b.app.get(DeviceGateway).instanceId },
+      ]);
+    });
+
+    it('keeps a device connected that reconnects before its disconnection is written', async () => {
+      const identifier = await newDevice();
+      const first = await connectJoined(identifier);
+      await first.close();
+      const second = await connectJoined(identifier);
+      await new Promise((r) => setTimeout(r, 300));
+      await settle(second);
+      expect((await showDevice(identifier)).connection_status).toBe('connected');
+    });
   });
 
   describe('device channel', () => {
@@ -656,6 +681,16 @@ describe('device gateway', () => {
       expect(live.map((r: { id: string }) => r.id).sort()).toEqual(
         [a.app.get(DeviceGateway).instanceId, b.app.get(DeviceGateway).instanceId].sort(),
       );
+    });
+
+    it('counts the join as the last write of last_communication (activity is written a minute later)', async () => {
+      const identifier = await newDevice();
+      const before = Date.now();
+      await connectJoined(identifier);
+      const [{ id }] = await a.db.query(`SELECT id FROM devices WHERE identifier = $1`, [identifier]);
+      const presence = a.app.get(PresenceService);
+      const { written } = presence as unknown as { written: Map<string, number> };
+      expect(written.get(String(id))).toBeGreaterThanOrEqual(before);
     });
 
     it('writes last_communication in batches', async () => {

@@ -6,7 +6,14 @@ import { AuditService } from '../audit/audit.service';
 import { isForeignKeyViolation } from '../common/errors/postgres-errors';
 import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
 import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
-import { type Nh1Failure, readNh1Headers, verifyNh1Request } from './nh1';
+import {
+  decodeNh1Payload,
+  DerivedKeyCache,
+  type Nh1Failure,
+  nh1Salt,
+  readNh1Headers,
+  verifyNh1Token,
+} from './nh1';
 import { ServerKeyService } from './server-key.service';
 
 /**
@@ -46,6 +53,13 @@ export class FailureLimiter {
   }
 }
 
+/** The identifier a token claims, read without checking it (only to look the device up with the key). */
+function claimedIdentifier(token: string): string | null {
+  const parts = token.length <= 2048 ? token.split('.') : [];
+  if (parts.length !== 3 || !/^[A-Za-z0-9_-]+$/.test(parts[1])) return null;
+  return decodeNh1Payload(Buffer.from(parts[1], 'base64url'))?.identifier ?? null;
+}
+
 /** At most 20 failed attempts per minute per source address. */
 export const DEVICE_AUTH_FAILURE_LIMIT = 20;
 export const DEVICE_AUTH_FAILURE_WINDOW_MS = 60_000;
@@ -65,6 +79,9 @@ interface ProductKeyRow {
   secret_encrypted: Buffer;
   product_id: string;
   org_id: string;
+  /** The device with the identifier the token claims, looked up with the key (product keys only). */
+  claimed_id?: string | null;
+  claimed_product_id?: string | null;
 }
 
 interface DeviceKeyRow extends ProductKeyRow {
@@ -91,6 +108,7 @@ class Refused extends Error {
 export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   private readonly logger = new Logger('DeviceAuth');
   private readonly failures = new FailureLimiter(DEVICE_AUTH_FAILURE_LIMIT, DEVICE_AUTH_FAILURE_WINDOW_MS);
+  private readonly derived = new DerivedKeyCache();
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -115,7 +133,8 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
       const read = readNh1Headers(headers);
       if (!read.ok) throw new Refused(read.reason);
       key = read.request.key;
-      const found = await this.lookup(key);
+      const claimed = claimedIdentifier(read.request.signature);
+      const found = await this.lookup(key, claimed);
       if (!found) throw new Refused('unknown_key');
       let secret: string;
       try {
@@ -123,7 +142,13 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
       } catch {
         throw new Refused('undecryptable_secret');
       }
-      const verified = verifyNh1Request(read.request, secret, now);
+      const { request } = read;
+      const derived = this.derived.derive(
+        secret,
+        nh1Salt(request.alg, request.key, request.timeS),
+        request.params,
+      );
+      const verified = verifyNh1Token(request.signature, derived, now);
       if (!verified.ok) throw new Refused(verified.reason);
       identifier = verified.payload.identifier;
       if ('device_id' in found) {
@@ -136,7 +161,14 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
           registered: false,
         };
       }
-      return await this.findOrRegister(found, key, identifier);
+      // The device looked up with the key is the one the verified token names (same bytes), or none exists.
+      const known =
+        claimed === identifier
+          ? found.claimed_id
+            ? { id: String(found.claimed_id), product_id: String(found.claimed_product_id) }
+            : null
+          : undefined;
+      return await this.findOrRegister(found, key, identifier, known);
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
       this.failures.recordFailure(sourceAddress, now);
@@ -148,14 +180,18 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     }
   }
 
-  /** The active key with its product (and device), or null. */
-  private async lookup(key: string): Promise<ProductKeyRow | DeviceKeyRow | null> {
+  /**
+   * The active key with its product (and device), or null. A product key comes with the device holding the
+   * identifier the token claims (not yet verified: nothing is decided on it before the token is).
+   */
+  private async lookup(key: string, claimed: string | null): Promise<ProductKeyRow | DeviceKeyRow | null> {
     if (key.startsWith('nhp_')) {
       const rows: ProductKeyRow[] = await this.db.query(
-        `SELECT s.secret_encrypted, p.id AS product_id, p.org_id
+        `SELECT s.secret_encrypted, p.id AS product_id, p.org_id, d.id AS claimed_id, d.product_id AS claimed_product_id
            FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
+           LEFT JOIN devices d ON d.identifier = $2
           WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-        [key],
+        [key, claimed],
       );
       return rows[0] ?? null;
     }
@@ -177,8 +213,9 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     product: ProductKeyRow,
     key: string,
     identifier: string,
+    known?: { id: string; product_id: string } | null,
   ): Promise<AuthenticatedDevice> {
-    const existing = await this.findDevice(identifier);
+    const existing = known === undefined ? await this.findDevice(identifier) : known;
     if (existing) return this.inProduct(existing, product, identifier, false);
     if (!DEVICE_IDENTIFIER_PATTERN.test(identifier)) throw new Refused('invalid_identifier');
     let inserted: { id: string }[];

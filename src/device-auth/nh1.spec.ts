@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import {
   decodeNh1Payload,
+  DerivedKeyCache,
   deriveNh1Key,
   encodeNh1Payload,
   NH1_ALG,
@@ -275,5 +276,31 @@ describe('NH1 payload decoder', () => {
     const nested = hex(`83 ${'6801'.repeat(300)} ${ID}`);
     expect(decodeNh1Payload(nested)).toBeNull();
     expect(verifyNh1Token(tokenOver(nested, KEY), KEY, NOW_MS)).toEqual({ ok: false, reason: 'bad_payload' });
+  });
+});
+
+describe('NH1 derived key cache', () => {
+  it('derives the reference key once per (secret, salt), and signs the same headers as without it', () => {
+    const cache = new DerivedKeyCache(2);
+    const first = cache.derive(PRODUCT_SECRET, SALT, ALG);
+    expect(first.toString('hex')).toBe(PRODUCT_DERIVED);
+    expect(cache.derive(PRODUCT_SECRET, SALT, ALG)).toBe(first);
+    expect(cache.size).toBe(1);
+    const options = { key: PRODUCT_KEY, secret: PRODUCT_SECRET, identifier: IDENTIFIER, timeS: TIME_S };
+    expect(signNh1Headers({ ...options, cache })).toEqual(signNh1Headers(options));
+  });
+
+  it('keys on the secret as well as the salt, and stays bounded', () => {
+    const cache = new DerivedKeyCache(2);
+    const product = cache.derive(PRODUCT_SECRET, SALT, ALG);
+    const other = cache.derive(DEVICE_SECRET, SALT, ALG);
+    expect(other.equals(product)).toBe(false);
+    expect(other.equals(deriveNh1Key(DEVICE_SECRET, SALT, ALG))).toBe(true);
+    cache.derive(PRODUCT_SECRET, nh1Salt(NH1_ALG, PRODUCT_KEY, TIME_S + 1), ALG);
+    expect(cache.size).toBe(2);
+    // The oldest entry went: deriving it again gives an equal key, not the same object.
+    const again = cache.derive(PRODUCT_SECRET, SALT, ALG);
+    expect(again).not.toBe(product);
+    expect(again.equals(product)).toBe(true);
   });
 });

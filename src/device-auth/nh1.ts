@@ -1,4 +1,4 @@
-import { createHmac, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /**
@@ -102,6 +102,33 @@ export function deriveNh1Key(secret: string, salt: string, alg: Nh1Alg): Buffer 
     alg.keyLength,
     alg.digest,
   );
+}
+
+/**
+ * Derived NH1 signing keys by (secret, salt). The salt binds the access key and the signing second, so every
+ * device of a product that signs with the product key in the same second shares one PBKDF2 derivation: a
+ * reconnect storm costs one per second instead of one per device. Keyed by a hash of the secret (the secret
+ * itself is not kept); bounded, the oldest entry goes first.
+ */
+export class DerivedKeyCache {
+  private readonly keys = new Map<string, Buffer>();
+
+  constructor(readonly maxEntries = 1024) {}
+
+  get size(): number {
+    return this.keys.size;
+  }
+
+  derive(secret: string, salt: string, alg: Nh1Alg): Buffer {
+    const id = `${createHash('sha256').update(secret, 'utf8').digest('base64')}\n${salt}`;
+    let key = this.keys.get(id);
+    if (!key) {
+      key = deriveNh1Key(secret, salt, alg);
+      if (this.keys.size >= this.maxEntries) this.keys.delete(this.keys.keys().next().value as string);
+      this.keys.set(id, key);
+    }
+    return key;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -378,11 +405,16 @@ export function signNh1Headers(options: {
   identifier: string;
   timeS: number;
   alg?: string;
+  /** Reuses derivations (devices signing with one product key in the same second share one). */
+  cache?: DerivedKeyCache;
 }): Nh1Headers {
   const alg = options.alg ?? NH1_ALG;
   const params = parseNh1Alg(alg);
   if (!params) throw new Error(`unsupported NH1 algorithm: ${alg}`);
-  const derived = deriveNh1Key(options.secret, nh1Salt(alg, options.key, options.timeS), params);
+  const salt = nh1Salt(alg, options.key, options.timeS);
+  const derived = options.cache
+    ? options.cache.derive(options.secret, salt, params)
+    : deriveNh1Key(options.secret, salt, params);
   const signature = signNh1Token(
     { identifier: options.identifier, signedAtMs: options.timeS * 1000, maxAgeS: NH1_EMBEDDED_MAX_AGE_S },
     derived,

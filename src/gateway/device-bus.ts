@@ -11,6 +11,11 @@ import { DataSource } from 'typeorm';
 export type DeviceBusMessage =
   /** A newer socket of the device (connection `keep`) authenticated: every other socket of it closes. */
   | { kind: 'close'; keep: string }
+  /**
+   * `close` for many devices at once (the envelope's `deviceId` is empty): each of these devices has a newer
+   * socket on the publishing instance, so that every other instance closes its sockets of them.
+   */
+  | { kind: 'closes'; devices: string[] }
   /** The device's pending update changed: the instance holding its socket pushes it. */
   | { kind: 'update' }
   /** One chunk of console code for the instance `to`; `part` counts from 0 to `parts - 1`. */

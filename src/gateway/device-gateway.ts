@@ -11,9 +11,16 @@ import type { Duplex } from 'node:stream';
 import semver from 'semver';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import { type AuthenticatedDevice, DeviceAuthenticator } from '../device-auth/device-authenticator';
+import { Admission } from './admission';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
-import { DeviceLinkService, metadataFromJoin, normaliseStatus, updatePayload } from './device-link.service';
+import {
+  DeviceLinkService,
+  metadataFromJoin,
+  normaliseStatus,
+  type PendingUpdateRow,
+  updatePayload,
+} from './device-link.service';
 import {
   codePoints,
   decodeFrame,
@@ -35,24 +42,40 @@ const MAX_QUEUED_FRAMES = 500;
 /** Code points of console code per bus message (JSON escapes stay well below the NOTIFY limit). */
 const CONSOLE_CHUNK = 1000;
 const CONSOLE_ACK_TIMEOUT_MS = 5000;
+/**
+ * Connection work that needs the database (authentication, the `device` join, identity reports) running at
+ * once; more waits in arrival order. Below the pool size, so that the API and the presence writes keep a
+ * connection, and so that a reconnect storm never waits in the pool (whose wait times out).
+ */
+export const CONNECT_CONCURRENCY = 8;
+/** Devices per `closes` bus message (ids of at most 20 digits: well under the NOTIFY limit). */
+export const CLOSES_PER_MESSAGE = 200;
 /** Extensions this server offers (device-protocol.md 5). */
 export const SERVER_EXTENSIONS = new Set(['network_identity']);
 
 interface Connection {
-  readonly id: string;
   readonly ws: WebSocket;
   readonly device: AuthenticatedDevice;
   /** Joined topics and their join refs. */
   readonly topics: Map<string, string | null>;
   firmwareUuid: string | null;
   downloadingUuid: string | null;
-  /** Extensions offered in the `extensions` join reply, and those the device reported attached. */
-  offered: Set<string>;
-  attached: Set<string>;
+  /**
+   * Extensions offered in the `extensions` join reply, and those the device reported attached (null until the
+   * `extensions` join: a connection costs memory only for what it uses).
+   */
+  offered: Set<string> | null;
+  attached: Set<string> | null;
   lastInbound: number;
   queue: Promise<void>;
   queued: number;
-  progress: { status: string | null; value: number | null; writtenAt: number; timer: NodeJS.Timeout | null };
+  /** Update progress (null until the first `fwup_progress`). */
+  progress: {
+    status: string | null;
+    value: number | null;
+    writtenAt: number;
+    timer: NodeJS.Timeout | null;
+  } | null;
 }
 
 /**
@@ -75,6 +98,10 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   private readonly consoleWaiters = new Map<string, (ok: boolean) => void>();
   private idleTimer: NodeJS.Timeout | null = null;
   private stopping = false;
+  private readonly admission = new Admission(CONNECT_CONCURRENCY);
+  /** Devices that connected here, for the next `closes` bus message. */
+  private readonly closes = new Set<string>();
+  private closesSending = false;
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     this.upgrade(req, socket, head).catch((err: unknown) => {
       this.logger.error(`device upgrade failed: ${String(err)}`);
@@ -199,7 +226,9 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   // ---- upgrade and connection lifecycle ----
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', () => socket.destroy());
+    // A shared listener, not a closure: a closure here would keep this request (headers and all) alive for as
+    // long as the socket lives.
+    socket.on('error', destroyOnError);
     const url = new URL(req.url ?? '/', 'http://device.invalid');
     if (!DEVICE_SOCKET_PATHS.has(url.pathname)) return reject(socket, 404);
     if (this.stopping || !this.wss) return reject(socket, 503);
@@ -207,7 +236,10 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     if (url.searchParams.get('vsn') !== '2.0.0') return reject(socket, 403);
     let device: AuthenticatedDevice | null;
     try {
-      device = await this.auth.authenticate(req.headers, req.socket.remoteAddress ?? '');
+      // In turn with the other connections: a storm of thousands waits here, not in the database pool.
+      device = await this.admission.run(async () =>
+        socket.destroyed ? null : this.auth.authenticate(req.headers, req.socket.remoteAddress ?? ''),
+      );
     } catch (err) {
       this.logger.error(`device authentication failed: ${String(err)}`);
       const reason = 'the platform could not be reached to authenticate this device';
@@ -221,26 +253,23 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
 
   private accept(ws: WebSocket, device: AuthenticatedDevice): void {
     const conn: Connection = {
-      id: randomUUID(),
       ws,
       device,
       topics: new Map(),
       firmwareUuid: null,
       downloadingUuid: null,
-      offered: new Set(),
-      attached: new Set(),
+      offered: null,
+      attached: null,
       lastInbound: Date.now(),
-      queue: Promise.resolve(),
+      queue: SETTLED,
       queued: 0,
-      progress: { status: null, value: null, writtenAt: 0, timer: null },
+      progress: null,
     };
     this.connections.add(conn);
     const previous = this.byDevice.get(device.deviceId);
     this.byDevice.set(device.deviceId, conn);
     if (previous) void this.close(previous, 1000, 'replaced by a newer connection');
-    this.bus
-      .publish(device.deviceId, { kind: 'close', keep: conn.id })
-      .catch((err: unknown) => this.logger.warn(`bus publish failed: ${String(err)}`));
+    this.closeElsewhere(device.deviceId);
     ws.on('message', (data, isBinary) => this.onMessage(conn, data, isBinary));
     ws.on('error', () => ws.terminate());
     ws.on('close', () => {
@@ -250,7 +279,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
 
   private async onClosed(conn: Connection): Promise<void> {
     this.connections.delete(conn);
-    if (conn.progress.timer) clearTimeout(conn.progress.timer);
+    if (conn.progress?.timer) clearTimeout(conn.progress.timer);
     if (this.byDevice.get(conn.device.deviceId) !== conn) return;
     this.byDevice.delete(conn.device.deviceId);
     await this.presence.disconnected(conn.device.deviceId);
@@ -307,7 +336,8 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       } catch (err) {
         this.logger.error(`device ${conn.device.identifier}: ${String(err)}`);
       } finally {
-        conn.queued--;
+        // An idle connection keeps no promise of its own.
+        if (--conn.queued === 0 && conn.queue === run) conn.queue = SETTLED;
       }
     });
     conn.queue = run;
@@ -345,16 +375,23 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     switch (frame.topic) {
       case 'device': {
         const metadata = metadataFromJoin(params);
-        if (!(await this.link.join(conn.device.deviceId, metadata, this.instanceId))) {
+        const wantsKeys =
+          params.fwup_public_keys === 'on_connect' || params.archive_public_keys === 'on_connect';
+        // One statement: the metadata and presence written, the public keys and the pending update read.
+        const joined = await this.admission.run(() =>
+          this.link.joinDevice(conn.device, metadata, this.instanceId, wantsKeys),
+        );
+        if (!joined) {
           this.send(conn, encodeReply(frame, 'error', { error: 'could not connect' }));
           return;
         }
+        this.presence.joined(conn.device.deviceId);
         conn.firmwareUuid = metadata?.uuid ?? null;
         const downloading = params.currently_downloading_uuid;
         conn.downloadingUuid = typeof downloading === 'string' && downloading !== '' ? downloading : null;
         conn.topics.set('device', frame.joinRef);
         this.send(conn, encodeReply(frame, 'ok', {}));
-        await this.afterDeviceJoin(conn, params);
+        await this.afterDeviceJoin(conn, params, joined.keys ?? [], joined.pending);
         return;
       }
       case 'console':
@@ -377,29 +414,30 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     }
   }
 
-  private async afterDeviceJoin(conn: Connection, params: Record<string, unknown>): Promise<void> {
-    const wantsFwup = params.fwup_public_keys === 'on_connect';
-    const wantsArchive = params.archive_public_keys === 'on_connect';
-    if (wantsFwup || wantsArchive) {
-      const keys = await this.link.fwupPublicKeys(conn.device.orgId);
-      if (keys.length > 0) {
-        if (wantsFwup) this.push(conn, 'device', 'fwup_public_keys', { keys });
-        if (wantsArchive) this.push(conn, 'device', 'archive_public_keys', { keys });
-      }
+  private async afterDeviceJoin(
+    conn: Connection,
+    params: Record<string, unknown>,
+    keys: string[],
+    pending: PendingUpdateRow | null,
+  ): Promise<void> {
+    if (keys.length > 0) {
+      if (params.fwup_public_keys === 'on_connect') this.push(conn, 'device', 'fwup_public_keys', { keys });
+      if (params.archive_public_keys === 'on_connect')
+        this.push(conn, 'device', 'archive_public_keys', { keys });
     }
     const apiVersion = typeof params.device_api_version === 'string' ? params.device_api_version : '';
     if (semver.valid(apiVersion) && semver.gte(apiVersion, '2.2.0')) {
       this.push(conn, 'device', 'extensions:get', {});
     }
-    await this.deliverUpdate(conn);
+    await this.deliverUpdate(conn, pending);
   }
 
   /**
    * Pushes the device's pending update, unless it already runs that firmware (then the update is complete) or
    * is downloading it right now after a reconnect.
    */
-  private async deliverUpdate(conn: Connection): Promise<void> {
-    const pending = await this.link.pendingUpdate(conn.device.deviceId);
+  private async deliverUpdate(conn: Connection, known?: PendingUpdateRow | null): Promise<void> {
+    const pending = known === undefined ? await this.link.pendingUpdate(conn.device.deviceId) : known;
     if (!pending) return;
     if (conn.firmwareUuid === pending.uuid) {
       await this.link.completeUpdate(conn.device.deviceId, pending.firmware_id);
@@ -431,7 +469,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     const value = Math.max(0, Math.min(100, Math.round(raw)));
     const stage = normaliseStatus(payload.stage);
     const status = stage ?? (value === 100 ? 'completed' : 'updating');
-    const state = conn.progress;
+    const state = (conn.progress ??= { status: null, value: null, writtenAt: 0, timer: null });
     const changed = status !== state.status;
     state.status = status;
     state.value = value;
@@ -458,24 +496,24 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     const split = frame.event.indexOf(':');
     const key = split < 0 ? frame.event : frame.event.slice(0, split);
     const event = split < 0 ? '' : frame.event.slice(split + 1);
-    if (!conn.offered.has(key)) {
+    if (!conn.offered?.has(key)) {
       // The one reply a device expects: it detaches the extension (device-protocol.md 5.1).
       if (frame.ref !== null) this.send(conn, encodeReply(frame, 'error', 'detach'));
       return;
     }
     if (event === 'attached') {
-      conn.attached.add(key);
+      (conn.attached ??= new Set()).add(key);
       if (key === 'network_identity') this.push(conn, 'extensions', 'network_identity:request', {});
       return;
     }
     if (event === 'detached') {
-      conn.attached.delete(key);
+      conn.attached?.delete(key);
       return;
     }
-    if (!conn.attached.has(key)) return;
+    if (!conn.attached?.has(key)) return;
     if (key === 'network_identity' && event === 'report') {
       try {
-        await this.link.reportIdentities(conn.device, frame.payload);
+        await this.admission.run(() => this.link.reportIdentities(conn.device, frame.payload));
       } catch (err) {
         this.logger.warn(`device ${conn.device.identifier}: network identity report failed: ${String(err)}`);
       }
@@ -492,11 +530,45 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
 
   // ---- bus ----
 
+  /**
+   * Other instances close their sockets of the device. Published at once when no `closes` message is on its
+   * way; otherwise gathered until it is sent, then all in one message (a storm costs one NOTIFY per batch, not
+   * one per connection, and a lone connection waits for nothing).
+   */
+  private closeElsewhere(deviceId: string): void {
+    this.closes.add(deviceId);
+    if (!this.closesSending) this.publishCloses();
+  }
+
+  private publishCloses(): void {
+    const devices = [...this.closes].slice(0, CLOSES_PER_MESSAGE);
+    if (devices.length === 0) return;
+    for (const id of devices) this.closes.delete(id);
+    this.closesSending = true;
+    this.bus
+      .publish('', { kind: 'closes', devices })
+      .catch((err: unknown) => this.logger.warn(`bus publish failed: ${String(err)}`))
+      .finally(() => {
+        this.closesSending = false;
+        this.publishCloses();
+      });
+  }
+
   private onBus({ from, deviceId, message }: DeviceBusEnvelope): void {
     switch (message.kind) {
       case 'close': {
+        // From an instance that still numbers connections by uuid: the newer one is over there.
         const conn = this.byDevice.get(deviceId);
-        if (conn && conn.id !== message.keep) void this.close(conn, 1000, 'replaced by a newer connection');
+        if (conn && from !== this.instanceId) void this.close(conn, 1000, 'replaced by a newer connection');
+        return;
+      }
+      case 'closes': {
+        // The newer connections are on the publishing instance (this one replaced its own in `accept`).
+        if (from === this.instanceId || !Array.isArray(message.devices)) return;
+        for (const id of message.devices) {
+          const conn = this.byDevice.get(String(id));
+          if (conn) void this.close(conn, 1000, 'replaced by a newer connection');
+        }
         return;
       }
       case 'update': {
@@ -540,6 +612,12 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       .publish(deviceId, { kind: 'console-ack', to: from, request, ok })
       .catch((err: unknown) => this.logger.warn(`bus publish failed: ${String(err)}`));
   }
+}
+
+const SETTLED = Promise.resolve();
+
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }
 
 /** Refuses an upgrade with a plain HTTP response (with `Date`, so devices can correct their clock). */

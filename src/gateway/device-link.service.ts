@@ -135,6 +135,54 @@ export class DeviceLinkService {
     return updated > 0;
   }
 
+  /**
+   * `join` for a device's `device` channel in one statement: stores the metadata and marks the device
+   * connected, and reads what the join answers with: the org's fwup public keys (when `withKeys`) and the
+   * device's pending update. Null when the device no longer exists.
+   */
+  async joinDevice(
+    device: { deviceId: string; orgId: string },
+    metadata: FirmwareMetadata | null,
+    instanceId: string,
+    withKeys: boolean,
+  ): Promise<{ keys: string[] | null; pending: PendingUpdateRow | null } | null> {
+    const rows = await this.db.query<(Partial<PendingUpdateRow> & { keys: string[] | null })[]>(
+      `WITH joined AS (
+         UPDATE devices SET
+           firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
+           firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
+           firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
+           connection_status = 'connected', connected_instance_id = $6, last_communication = now()
+         WHERE id = $1 RETURNING id
+       )
+       SELECT CASE WHEN $8::boolean
+                THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
+              pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, p.name AS product_name
+         FROM joined
+         LEFT JOIN pending_updates pu ON pu.device_id = joined.id
+         LEFT JOIN firmwares f ON f.id = pu.firmware_id
+         LEFT JOIN products p ON p.id = f.product_id`,
+      [
+        device.deviceId,
+        metadata !== null,
+        metadata === null ? null : JSON.stringify(metadata),
+        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        instanceId,
+        device.orgId,
+        withKeys,
+      ],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const { keys, ...pending } = row;
+    return {
+      keys: withKeys ? (keys ?? []) : null,
+      pending: pending.firmware_id ? (pending as PendingUpdateRow) : null,
+    };
+  }
+
   /** The org's fwup (ed25519) public keys, as fwup prints them. */
   async fwupPublicKeys(orgId: string): Promise<string[]> {
     return (await this.signingKeys.forOrg(orgId)).map((key) => key.key);

@@ -9,6 +9,10 @@ export const LEASE_RENEW_MS = 10_000;
 /** `last_communication` is written at most this often per device. */
 export const LAST_COMMUNICATION_INTERVAL_MS = 60_000;
 export const FLUSH_MS = 10_000;
+/** Disconnections are written together, at most this long after the socket closed. */
+export const DISCONNECT_FLUSH_MS = 50;
+/** Devices per disconnection statement. */
+const DISCONNECT_BATCH = 2000;
 
 /**
  * Device presence in the database: `connection_status`, `connected_instance_id`, `last_communication`, and this
@@ -23,6 +27,9 @@ export class PresenceService {
   /** When `last_communication` was last written for each device held here. */
   private readonly written = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
+  /** Devices whose socket here closed, not yet written, and the promise of the write that will take them. */
+  private leaving = new Set<string>();
+  private leavingWrite: Promise<void> | null = null;
   private instanceId = '';
   private localDevices: () => string[] = () => [];
 
@@ -53,6 +60,8 @@ export class PresenceService {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     if (!this.instanceId) return;
+    await this.leavingWrite?.catch(() => undefined);
+    await this.flushDisconnected();
     await this.flush();
     await this.db.query(
       `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
@@ -75,16 +84,43 @@ export class PresenceService {
 
   /**
    * The device's socket on this instance closed. Nothing changes when another instance holds the device by
-   * now (a newer connection took over).
+   * now (a newer connection took over), nor when the device joined here again before the write (`joined`).
+   * Disconnections are written in batches (one statement per DISCONNECT_FLUSH_MS, not one per socket: a
+   * reconnect storm closes thousands at once); the promise resolves once this one is written.
    */
-  async disconnected(deviceId: string): Promise<void> {
+  disconnected(deviceId: string): Promise<void> {
     this.dirty.delete(deviceId);
     this.written.delete(deviceId);
-    await this.db.query(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
-        WHERE id = $1 AND connected_instance_id = $2`,
-      [deviceId, this.instanceId],
-    );
+    this.leaving.add(deviceId);
+    this.leavingWrite ??= new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.flushDisconnected().then(resolve, reject);
+      }, DISCONNECT_FLUSH_MS).unref();
+    });
+    return this.leavingWrite;
+  }
+
+  /**
+   * The device joined its `device` channel here, and the join wrote `last_communication`: activity is written
+   * again a minute from now (`touch`), and a pending disconnection of it (an earlier socket) is not written.
+   */
+  joined(deviceId: string): void {
+    this.leaving.delete(deviceId);
+    this.written.set(deviceId, Date.now());
+  }
+
+  /** Writes the pending disconnections now. */
+  async flushDisconnected(): Promise<void> {
+    this.leavingWrite = null;
+    const ids = [...this.leaving];
+    this.leaving = new Set();
+    for (let i = 0; i < ids.length; i += DISCONNECT_BATCH) {
+      await this.db.query(
+        `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
+          WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2`,
+        [ids.slice(i, i + DISCONNECT_BATCH), this.instanceId],
+      );
+    }
   }
 
   /** Any inbound frame: activity, written in the next flush if the last write is a minute old. */

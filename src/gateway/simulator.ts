@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
-import { signNh1Headers } from '../device-auth/nh1';
+import { DerivedKeyCache, signNh1Headers } from '../device-auth/nh1';
 
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
@@ -26,6 +26,8 @@ type Frame = [string | null, string | null, string, string, Record<string, unkno
 
 const INITIAL_UUID = '00000000-0000-5000-8000-000000000000';
 const MAX_BACKOFF_MS = 60_000;
+/** Simulated devices of one product key that connect in the same second share one PBKDF2 derivation. */
+const signingKeys = new DerivedKeyCache(64);
 
 /** The websocket URL of the device socket for a server base URL. */
 export function deviceSocketUrl(base: string): string {
@@ -74,6 +76,7 @@ export class SimulatedDevice {
       secret: this.options.secret,
       identifier: this.identifier,
       timeS: Math.floor(Date.now() / 1000),
+      cache: signingKeys,
     });
     const ws = new WebSocket(deviceSocketUrl(this.options.url), {
       headers: { ...headers },
