@@ -9,6 +9,7 @@ import { computeMetaUuid } from '../src/firmware/fwup';
 import { DeviceGateway } from '../src/gateway/device-gateway';
 import { PresenceService } from '../src/gateway/presence.service';
 import { buildFw, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
+import { uuidOf, writeEspImage } from './support/fw-builder-esp-idf';
 import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -150,7 +151,11 @@ describe('device gateway', () => {
     return client;
   }
 
-  async function connectJoined(identifier: string, url = urlA, params = joinParams()) {
+  async function connectJoined(
+    identifier: string,
+    url = urlA,
+    params: Record<string, unknown> = joinParams(),
+  ) {
     const client = await connect(identifier, url);
     const reply = await client.join('device', params);
     expect(reply[4]).toEqual({ status: 'ok', response: {} });
@@ -477,6 +482,88 @@ describe('device gateway', () => {
       );
       expect(rows).toEqual([]);
       expect((await showDevice(identifier)).version).toBe('2.0.0');
+    });
+
+    it('updates an ESP-IDF device: its app descriptor is its firmware, and the upgrade completes on rejoin', async () => {
+      const espProduct = 'esp-gadget';
+      await a.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: espProduct }).expect(201);
+      await a
+        .http()
+        .patch(`/api/orgs/${org}/products/${espProduct}`)
+        .set(admin.auth)
+        .send({ allowed_update_tools: ['fwup', 'esp-idf'], allow_unsigned_esp_idf_firmware: true })
+        .expect(200);
+      const imagePath = join(dir, 'app.bin');
+      const image = await writeEspImage(imagePath, { projectName: espProduct, version: 'v1.4', chipId: 9 });
+      await a
+        .http()
+        .post(`/api/orgs/${org}/products/${espProduct}/firmwares`)
+        .set(admin.auth)
+        .attach('firmware', imagePath)
+        .expect(201);
+      const identifier = `esp-${randomBytes(4).toString('hex')}`;
+      await a
+        .http()
+        .post(`/api/orgs/${org}/products/${espProduct}/devices`)
+        .set(admin.auth)
+        .send({ identifier })
+        .expect(201);
+      const espJoin = (elfSha256: Buffer, version: string) => ({
+        esp_idf_project_name: espProduct,
+        esp_idf_version: version,
+        esp_idf_app_elf_sha256: elfSha256.toString('hex'),
+        esp_idf_ver: 'v5.2.1',
+        esp_idf_chip_id: 9,
+        device_api_version: '2.3.0',
+      });
+
+      const running = randomBytes(32);
+      const client = await connectJoined(identifier, urlA, espJoin(running, '1.3.0'));
+      await settle(client);
+      const before = await showDevice(identifier);
+      expect(before.version).toBe('1.3.0');
+      expect(before.firmware_metadata).toEqual({
+        uuid: uuidOf(running),
+        product: espProduct,
+        version: '1.3.0',
+        platform: 'esp32s3',
+        architecture: 'xtensa',
+        description: 'ESP-IDF v5.2.1',
+        author: null,
+        fwup_version: null,
+        vcs_identifier: null,
+        misc: null,
+        id: null,
+      });
+
+      await a
+        .http()
+        .post(`/api/devices/${identifier}/upgrade`)
+        .set(admin.auth)
+        .send({ uuid: image.uuid })
+        .expect(204);
+      const update = await client.next((f) => f[3] === 'update');
+      expect(update[4]).toMatchObject({
+        update_available: true,
+        firmware_url: expect.stringMatching(/\/device-firmware\/\d+\/[0-9a-f-]{36}\.bin\?expires=/),
+        firmware_meta: { uuid: image.uuid, product: espProduct, version: '1.4.0', platform: 'esp32s3' },
+        size: image.bytes.length,
+      });
+      const served = await fetch(localUrl((update[4] as { firmware_url: string }).firmware_url, urlA));
+      expect(served.status).toBe(200);
+      expect(Buffer.from(await served.arrayBuffer()).equals(image.bytes)).toBe(true);
+      await client.close();
+
+      // Rebooted into the new image: it reports the new app_elf_sha256, whose uuid is the firmware's.
+      const after = await connectJoined(identifier, urlA, espJoin(image.elfSha256, '1.4'));
+      await settle(after);
+      expect(after.pending().filter((f) => f[3] === 'update')).toEqual([]);
+      const pending = await a.db.query(
+        `SELECT 1 FROM pending_updates pu JOIN devices d ON d.id = pu.device_id WHERE d.identifier = $1`,
+        [identifier],
+      );
+      expect(pending).toEqual([]);
+      expect((await showDevice(identifier)).version).toBe('1.4.0');
     });
 
     it('delivers an upgrade requested while offline when the device connects', async () => {

@@ -1,7 +1,12 @@
 import { Admission } from '../src/gateway/admission';
 import { decodeEnvelope, encodeEnvelope } from '../src/gateway/device-bus';
 import { CLOSES_PER_MESSAGE } from '../src/gateway/device-gateway';
-import { metadataFromJoin, normaliseStatus, updatePayload } from '../src/gateway/device-link.service';
+import {
+  joinUpdateTool,
+  metadataFromJoin,
+  normaliseStatus,
+  updatePayload,
+} from '../src/gateway/device-link.service';
 import { DownloadLinkSigner, deriveLinkKey, downloadPath } from '../src/gateway/download-links';
 import { parseRange } from '../src/gateway/firmware-downloads';
 import { codePoints, decodeFrame, encodePush, encodeReply } from '../src/gateway/phoenix-frames';
@@ -67,20 +72,21 @@ describe('download links', () => {
   const signer = new DownloadLinkSigner(key, 'https://hub.example', () => now);
 
   it('signs the path and expiry; verification is exact and expires', () => {
-    const url = new URL(signer.url('42', 'abc', 60));
+    const url = new URL(signer.url('42', 'abc.fw', 60));
     expect(url.origin + url.pathname).toBe('https://hub.example/device-firmware/42/abc.fw');
     const expires = url.searchParams.get('expires')!;
     const signature = url.searchParams.get('signature')!;
     expect(Number(expires)).toBe(1_700_000_060);
-    expect(signer.verify(downloadPath('42', 'abc'), expires, signature)).toBe(true);
-    expect(signer.verify(downloadPath('43', 'abc'), expires, signature)).toBe(false);
-    expect(signer.verify(downloadPath('42', 'abc'), String(Number(expires) + 1), signature)).toBe(false);
-    expect(signer.verify(downloadPath('42', 'abc'), expires, `${signature}x`)).toBe(false);
-    expect(signer.verify(downloadPath('42', 'abc'), undefined, signature)).toBe(false);
-    expect(signer.verify(downloadPath('42', 'abc'), ['1'], signature)).toBe(false);
-    expect(signer.verify(downloadPath('42', 'abc'), '1e9', signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), expires, signature)).toBe(true);
+    expect(signer.verify(downloadPath('43', 'abc.fw'), expires, signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.bin'), expires, signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), String(Number(expires) + 1), signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), expires, `${signature}x`)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), undefined, signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), ['1'], signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), '1e9', signature)).toBe(false);
     now += 61_000;
-    expect(signer.verify(downloadPath('42', 'abc'), expires, signature)).toBe(false);
+    expect(signer.verify(downloadPath('42', 'abc.fw'), expires, signature)).toBe(false);
   });
 
   it('depends on the key', () => {
@@ -144,6 +150,72 @@ describe('device channel payloads', () => {
     expect(metadataFromJoin({ nerves_fw_uuid: ' ' })).toBeNull();
   });
 
+  it('maps an ESP-IDF join (app descriptor keys) to firmware metadata, the uuid derived as on upload', () => {
+    const sha = 'AB'.repeat(32);
+    const expected = {
+      uuid: 'abababab-abab-abab-abab-abababababab',
+      architecture: 'riscv',
+      platform: 'esp32c3',
+      product: 'thermostat',
+      version: '1.2.3+4',
+      author: null,
+      description: 'ESP-IDF v5.2.1',
+      fwup_version: null,
+      vcs_identifier: null,
+      misc: null,
+    };
+    const join = {
+      esp_idf_project_name: 'thermostat',
+      esp_idf_version: '1.2.3.4',
+      esp_idf_app_elf_sha256: sha,
+      esp_idf_ver: 'v5.2.1',
+      esp_idf_chip_id: 5,
+    };
+    expect(metadataFromJoin(join)).toEqual(expected);
+    expect(metadataFromJoin({ ...join, update_tool: 'esp-idf', esp_idf_chip_id: '5' })).toEqual(expected);
+    expect(metadataFromJoin({ ...join, esp_idf_chip_id: 'nine' })).toMatchObject({
+      platform: null,
+      architecture: null,
+    });
+    expect(metadataFromJoin({ ...join, esp_idf_version: 'main-dirty' })).toMatchObject({
+      version: 'main-dirty',
+    });
+    expect(metadataFromJoin({ ...join, esp_idf_app_elf_sha256: 'abc' })).toBeNull();
+    expect(metadataFromJoin({ esp_idf_project_name: 'thermostat' })).toBeNull();
+  });
+
+  it('maps an AtomVM join to firmware metadata, the uuid from the packbeam hash', () => {
+    expect(
+      metadataFromJoin({
+        atomvm_app_name: 'blinky',
+        atomvm_app_version: 'v0.3',
+        atomvm_avm_sha256: '0123456789abcdef'.repeat(4),
+        atomvm_version: '0.6.5',
+      }),
+    ).toEqual({
+      uuid: '01234567-89ab-cdef-0123-456789abcdef',
+      architecture: 'beam',
+      platform: 'atomvm',
+      product: 'blinky',
+      version: '0.3.0',
+      author: null,
+      description: 'AtomVM 0.6.5',
+      fwup_version: null,
+      vcs_identifier: null,
+      misc: null,
+    });
+    expect(metadataFromJoin({ atomvm_app_name: 'blinky' })).toBeNull();
+  });
+
+  it('chooses the tool: update_tool, then the keys present, then fwup', () => {
+    expect(joinUpdateTool({ update_tool: 'atomvm', nerves_fw_uuid: 'x' })).toBe('atomvm');
+    expect(joinUpdateTool({ nerves_fw_uuid: 'x', esp_idf_project_name: 'p' })).toBe('fwup');
+    expect(joinUpdateTool({ esp_idf_app_elf_sha256: 'ab' })).toBe('esp-idf');
+    expect(joinUpdateTool({ atomvm_app_name: 'a' })).toBe('atomvm');
+    expect(joinUpdateTool({ update_tool: 'dfu' })).toBe('fwup');
+    expect(joinUpdateTool({})).toBe('fwup');
+  });
+
   it('builds the update payload with upper-case checksums', () => {
     const payload = updatePayload(
       {
@@ -160,6 +232,7 @@ describe('device channel payloads', () => {
         size: '2048',
         sha256: 'ab'.repeat(32),
         chunk_sha256: ['cd'.repeat(32)],
+        tool: 'fwup',
         product_name: 'prod',
       },
       'https://x/fw',

@@ -3,6 +3,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AuthenticatedDevice } from '../device-auth/device-authenticator';
 import type { FirmwareMetadata } from '../devices/device.entity';
+import { chipPlatform, formatUuid } from '../firmware/esp-idf/esp-app-image';
+import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
+import type { FirmwareTool } from '../firmware/formats/detect-format';
+import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
 import { IrohService } from '../iroh/iroh.service';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import { DownloadLinkSigner } from './download-links';
@@ -25,18 +29,105 @@ export const JOIN_METADATA_KEYS: Readonly<Record<string, string>> = {
 const MAX_METADATA_VALUE = 1024;
 const MAX_INDEXED_VALUE = 255;
 
-/** The firmware metadata a `device` join reports, or null when it names no firmware (no `nerves_fw_uuid`). */
+/** A join string value as stored: NULs dropped, bounded; anything else is null. */
+function joinText(value: unknown): string | null {
+  return typeof value === 'string' ? value.replace(/\0/g, '').slice(0, MAX_METADATA_VALUE) : null;
+}
+
+/** The firmware update tools a device may name in `update_tool`, as the product setting names them. */
+export type DeviceUpdateTool = 'fwup' | 'esp-idf' | 'atomvm';
+
+/**
+ * Which tool's keys a join carries: an explicit `update_tool`, else the keys present (`nerves_fw_uuid` → fwup,
+ * `esp_idf_*` → ESP-IDF, `atomvm_*` → AtomVM), else fwup, as NervesHub chooses.
+ */
+export function joinUpdateTool(params: Record<string, unknown>): DeviceUpdateTool {
+  const named = params.update_tool;
+  if (named === 'fwup' || named === 'esp-idf' || named === 'atomvm') return named;
+  if (params.nerves_fw_uuid !== undefined) return 'fwup';
+  if (params.esp_idf_app_elf_sha256 !== undefined || params.esp_idf_project_name !== undefined)
+    return 'esp-idf';
+  if (params.atomvm_avm_sha256 !== undefined || params.atomvm_app_name !== undefined) return 'atomvm';
+  return 'fwup';
+}
+
+/**
+ * The uuid an ESP-IDF or AtomVM device's hash stands for: its first 16 bytes as 8-4-4-4-12 hex, the rule the
+ * upload applied to the image (`app_elf_sha256`, or the packbeam's SHA-256). Null unless it is hex of 16+ bytes.
+ */
+function uuidFromHash(value: unknown): string | null {
+  if (typeof value !== 'string' || !/^(?:[0-9a-fA-F]{2}){16,64}$/.test(value)) return null;
+  return formatUuid(Buffer.from(value, 'hex'));
+}
+
+function chipFromJoin(value: unknown): { platform: string; architecture: string } | null {
+  const id =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d{1,5}$/.test(value)
+        ? Number(value)
+        : NaN;
+  return Number.isInteger(id) && id >= 0 && id <= 0xffff ? chipPlatform(id) : null;
+}
+
+/** A reported version as the upload would have recorded it (normalised), or as sent when it cannot be. */
+function versionFromJoin(value: unknown, espIdf: boolean): string | null {
+  const text = joinText(value);
+  return text === null ? null : (normaliseFirmwareVersion(text.trim(), { espIdf }) ?? text);
+}
+
+/**
+ * The firmware metadata a `device` join reports, in the fields of a firmware record, or null when it names no
+ * firmware (no uuid: `nerves_fw_uuid` for fwup, a hash for ESP-IDF and AtomVM, from which the uuid is derived as
+ * the upload derived it, so that a device running an uploaded image reports that image's uuid).
+ */
 export function metadataFromJoin(params: Record<string, unknown>): FirmwareMetadata | null {
-  const uuid = params.nerves_fw_uuid;
-  if (typeof uuid !== 'string' || uuid.trim() === '') return null;
-  const metadata: FirmwareMetadata = {};
-  for (const [joinKey, field] of Object.entries(JOIN_METADATA_KEYS)) {
-    const value = params[joinKey];
-    metadata[field] =
-      typeof value === 'string' ? value.replace(/\0/g, '').slice(0, MAX_METADATA_VALUE) : null;
+  switch (joinUpdateTool(params)) {
+    case 'fwup': {
+      const uuid = params.nerves_fw_uuid;
+      if (typeof uuid !== 'string' || uuid.trim() === '') return null;
+      const metadata: FirmwareMetadata = {};
+      for (const [joinKey, field] of Object.entries(JOIN_METADATA_KEYS))
+        metadata[field] = joinText(params[joinKey]);
+      metadata.uuid = (metadata.uuid ?? '').toLowerCase();
+      return metadata;
+    }
+    case 'esp-idf': {
+      const uuid = uuidFromHash(params.esp_idf_app_elf_sha256);
+      if (uuid === null) return null;
+      const chip = chipFromJoin(params.esp_idf_chip_id);
+      const idf = joinText(params.esp_idf_ver);
+      return {
+        uuid,
+        architecture: chip?.architecture ?? null,
+        platform: chip?.platform ?? null,
+        product: joinText(params.esp_idf_project_name),
+        version: versionFromJoin(params.esp_idf_version, true),
+        author: null,
+        description: idf === null ? null : `ESP-IDF ${idf}`,
+        fwup_version: null,
+        vcs_identifier: null,
+        misc: null,
+      };
+    }
+    case 'atomvm': {
+      const uuid = uuidFromHash(params.atomvm_avm_sha256);
+      if (uuid === null) return null;
+      const vm = joinText(params.atomvm_version);
+      return {
+        uuid,
+        architecture: 'beam',
+        platform: 'atomvm',
+        product: joinText(params.atomvm_app_name),
+        version: versionFromJoin(params.atomvm_app_version, false),
+        author: null,
+        description: vm === null ? null : `AtomVM ${vm}`,
+        fwup_version: null,
+        vcs_identifier: null,
+        misc: null,
+      };
+    }
   }
-  metadata.uuid = (metadata.uuid ?? '').toLowerCase();
-  return metadata;
 }
 
 /** The pending manual upgrade of a device, with what the `update` message needs. */
@@ -54,6 +145,7 @@ export interface PendingUpdateRow {
   size: string;
   sha256: string;
   chunk_sha256: string[];
+  tool: FirmwareTool;
   product_name: string;
 }
 
@@ -158,7 +250,7 @@ export class DeviceLinkService {
        SELECT CASE WHEN $8::boolean
                 THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
               pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, p.name AS product_name
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name
          FROM joined
          LEFT JOIN pending_updates pu ON pu.device_id = joined.id
          LEFT JOIN firmwares f ON f.id = pu.firmware_id
@@ -191,7 +283,7 @@ export class DeviceLinkService {
   async pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
     const [row] = await this.db.query<PendingUpdateRow[]>(
       `SELECT pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, p.name AS product_name
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name
          FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
         WHERE pu.device_id = $1`,
       [deviceId],
@@ -200,7 +292,7 @@ export class DeviceLinkService {
   }
 
   firmwareUrl(row: PendingUpdateRow): string {
-    return this.links.url(row.firmware_id, row.uuid);
+    return this.links.url(row.firmware_id, `${row.uuid}${FILE_EXTENSIONS[row.tool]}`);
   }
 
   async markDelivered(deviceId: string, firmwareId: string): Promise<void> {

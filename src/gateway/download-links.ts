@@ -5,9 +5,12 @@ export const DOWNLOAD_LINK_TTL_SECONDS = 24 * 60 * 60;
 
 export const DOWNLOAD_PATH_PREFIX = '/device-firmware';
 
-/** The path of a firmware's download link: the firmware's row id (uuids are unique per product only). */
-export function downloadPath(firmwareId: string, uuid: string): string {
-  return `${DOWNLOAD_PATH_PREFIX}/${firmwareId}/${uuid}.fw`;
+/**
+ * The path of a firmware's download link: the firmware's row id (uuids are unique per product only) and its file
+ * name, `<uuid>.fw|.avm|.bin` by its tool.
+ */
+export function downloadPath(firmwareId: string, fileName: string): string {
+  return `${DOWNLOAD_PATH_PREFIX}/${firmwareId}/${fileName}`;
 }
 
 /**
@@ -21,8 +24,8 @@ export class DownloadLinkSigner {
     private readonly now: () => number = Date.now,
   ) {}
 
-  url(firmwareId: string, uuid: string, ttlSeconds = DOWNLOAD_LINK_TTL_SECONDS): string {
-    const path = downloadPath(firmwareId, uuid);
+  url(firmwareId: string, fileName: string, ttlSeconds = DOWNLOAD_LINK_TTL_SECONDS): string {
+    const path = downloadPath(firmwareId, fileName);
     const expires = Math.floor(this.now() / 1000) + ttlSeconds;
     return `${this.publicUrl}${path}?expires=${expires}&signature=${this.sign(path, expires)}`;
   }

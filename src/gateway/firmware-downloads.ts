@@ -45,9 +45,10 @@ export class FirmwareDownloads {
 
   async serve(firmwareId: string, file: string, req: Request, res: Response): Promise<void> {
     const query = req.query as Record<string, unknown>;
-    if (!/^\d{1,19}$/.test(firmwareId) || !/^[0-9a-f-]{36}\.fw$/.test(file)) throw DomainError.notFound();
-    const uuid = file.slice(0, -3);
-    if (!this.signer.verify(downloadPath(firmwareId, uuid), query.expires, query.signature)) {
+    const name = /^([0-9a-f-]{36})\.(?:fw|avm|bin)$/.exec(file);
+    if (!/^\d{1,19}$/.test(firmwareId) || !name) throw DomainError.notFound();
+    const uuid = name[1];
+    if (!this.signer.verify(downloadPath(firmwareId, file), query.expires, query.signature)) {
       throw new DomainError(ErrorCode.ROLE_TOO_LOW, 'invalid or expired download link');
     }
     const [firmware] = await this.db.query<{ storage_key: string }[]>(

@@ -47,7 +47,10 @@ export class FirmwareDownloadController {
   @Get(':firmware_id/:file')
   @Public()
   @ApiParam({ name: 'firmware_id', description: 'Server-side firmware id, as in the link' })
-  @ApiParam({ name: 'file', description: '`<firmware uuid>.fw`' })
+  @ApiParam({
+    name: 'file',
+    description: "`<firmware uuid>.fw`, `.avm` or `.bin` (by the firmware's tool), as in the link",
+  })
   @ApiQuery({ name: 'expires', required: true, description: 'Expiry, Unix seconds' })
   @ApiQuery({ name: 'signature', required: true, description: 'base64url HMAC-SHA256 of path and expiry' })
   @ApiProduces('application/octet-stream')
