@@ -1,12 +1,10 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LoggerModule } from 'nestjs-pino';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
-import { CreatedInterceptor } from './common/http/created';
-import { loggerParams } from './common/http/logger';
+import { LoggingModule } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
@@ -72,7 +70,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.register(config),
-        LoggerModule.forRoot(loggerParams(config)),
+        LoggingModule.register(config),
         DatabaseModule.register(databaseUrl),
         HealthModule,
         ...FEATURE_MODULES,
@@ -80,7 +78,6 @@ export class AppModule {
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_PIPE, useClass: ContractValidationPipe },
-        { provide: APP_INTERCEPTOR, useClass: CreatedInterceptor },
       ],
     };
   }

@@ -3,13 +3,14 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { toDomainError } from './common/errors/all-exceptions.filter';
-import { Logger } from 'nestjs-pino';
-import { requestIdMiddleware } from './common/http/request-id';
+import { replyJsonDirectly } from './common/http/json-reply';
+import { AppLogger } from './common/http/logger';
+import { assignRequestId } from './common/http/request-id';
 import {
   configureCors,
   configureServerTimeouts,
   requestTimeout,
-  securityHeaders,
+  setSecurityHeaders,
 } from './common/http/security';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { setupOpenApi } from './openapi';
@@ -19,24 +20,41 @@ export const JSON_BODY_LIMIT = '1mb';
 /** HTTP settings shared by the server and the tests: request ids, security headers, CORS, timeouts, body limits, OpenAPI. */
 export function configureHttpApp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
-  express_.useLogger(app.get(Logger));
+  const logger = app.get(AppLogger);
+  express_.useLogger(logger);
   express_.disable('x-powered-by');
+  // No API response is cached by validators: an ETag would cost a hash of every body for nothing.
+  express_.set('etag', false);
   express_.set('query parser', 'simple');
   express_.set('trust proxy', false);
   const config = app.get<AppConfig>(APP_CONFIG);
   configureServerTimeouts(app.getHttpServer() as Server);
-  app.use(requestIdMiddleware);
-  app.use(securityHeaders);
+  replyJsonDirectly(app);
+  // What every request gets first, in one middleware: each Express layer is a router step on every request.
+  const logRequest = logger.requestLogger();
+  const watchTimeout = requestTimeout(config.requestTimeoutMs);
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    assignRequestId(req, res);
+    logRequest(req, res);
+    setSecurityHeaders(req, res);
+    watchTimeout(req, res);
+    next();
+  });
   configureCors(app, config);
-  app.use(requestTimeout(config.requestTimeoutMs));
   const parseJson = express.json({
     limit: JSON_BODY_LIMIT,
     strict: false,
     type: ['application/json', 'application/*+json'],
   });
-  // Body-parser failures become the contract's errors here, before Nest maps them to its own.
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    parseJson(req, res, (err?: unknown) => next(err === undefined ? undefined : (toDomainError(err) ?? err))),
-  );
+  // Body-parser failures become the contract's errors here, before Nest maps them to its own. A request
+  // without a body (no Content-Length, no Transfer-Encoding: most of them) skips the parser, as it would itself.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+      req.body = undefined;
+      next();
+      return;
+    }
+    parseJson(req, res, (err?: unknown) => next(err === undefined ? undefined : (toDomainError(err) ?? err)));
+  });
   setupOpenApi(app);
 }

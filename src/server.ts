@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
@@ -12,6 +13,23 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Connections the kernel may queue before the server accepts them (capped by net.core.somaxconn). Node's default,
+ * 511, overflows when thousands of devices reconnect in the same instant; the kernel then drops their handshakes
+ * and they wait out a retransmission (1 s, 3 s, ...).
+ */
+const LISTEN_BACKLOG = 4096;
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 /** Resolves the database, applies migrations and serves HTTP. `close()` undoes all of it. */
 export async function startServer(config: AppConfig): Promise<RunningServer> {
   const location = new DatabaseLocation(config);
@@ -23,7 +41,8 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
       bufferLogs: true,
     });
     configureHttpApp(app);
-    await app.listen(config.port, config.host);
+    await app.init();
+    await listen(app.getHttpServer(), config.port, config.host);
     const address = app.getHttpServer().address() as { port: number } | string;
     const port = typeof address === 'string' ? config.port : address.port;
     let closing: Promise<void> | undefined;

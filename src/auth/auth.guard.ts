@@ -10,12 +10,18 @@ import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { joinedProduct, joinedProductColumns } from '../products/products.service';
 import { TokensService } from './tokens.service';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const TOO_MANY_FAILURES = 'too many failed authentications from this address, try again later';
 const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
 const MAX_BLOCKED = 10_000;
+
+interface RouteMetadata {
+  isPublic: boolean;
+  policy: RoutePolicy | undefined;
+}
 
 /**
  * Denies by default: a route passes only if it is @Public() or names its policy with @Route(). For a
@@ -36,8 +42,8 @@ export class AuthGuard implements CanActivate {
   private readonly blocked = new Map<string, number>();
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const route = this.route(context);
+    if (route.isPublic) return true;
 
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const authenticated = await this.authenticate(request);
@@ -46,26 +52,43 @@ export class AuthGuard implements CanActivate {
     request.actor = actor;
     // Counted in memory and shared in batches (hitBuffered): no database round trip on the request path.
     const limit = this.limiter.hitBuffered(bucketKey('api', actor.tokenId), this.config.rateLimitApiPerMin);
-    const rateChecked = <T>(value: T): T => {
-      if (!limit.allowed) throw rateLimited(limit, TOO_MANY_REQUESTS);
-      return value;
-    };
     if (actor.scope === 'read' && !READ_METHODS.has(request.method)) throw DomainError.readOnlyToken();
 
-    const name = this.reflector.getAllAndOverride<RouteName | undefined>(ROUTE_NAME, targets);
-    const policy: RoutePolicy | undefined = name ? ROUTE_POLICIES[name] : undefined;
+    const policy = route.policy;
     if (!policy) throw DomainError.notFound();
-
     switch (policy.scope) {
       case 'user':
-        return rateChecked(true);
+        break;
       case 'org':
         request.access = await this.orgAccess(request, policy.role);
-        return rateChecked(true);
+        break;
       case 'device':
         request.access = await this.deviceAccess(request, policy.role);
-        return rateChecked(true);
+        break;
     }
+    if (!limit.allowed) throw rateLimited(limit, TOO_MANY_REQUESTS);
+    return true;
+  }
+
+  /** Each route's @Public() and @Route() metadata (per controller class and handler), read once. */
+  private readonly routes = new WeakMap<object, WeakMap<object, RouteMetadata>>();
+
+  private route(context: ExecutionContext): RouteMetadata {
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let handlers = this.routes.get(controller);
+    if (!handlers) this.routes.set(controller, (handlers = new WeakMap()));
+    let route = handlers.get(handler);
+    if (!route) {
+      const targets = [handler, controller];
+      const name = this.reflector.getAllAndOverride<RouteName | undefined>(ROUTE_NAME, targets);
+      route = {
+        isPublic: this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) === true,
+        policy: name ? ROUTE_POLICIES[name] : undefined,
+      };
+      handlers.set(handler, route);
+    }
+    return route;
   }
 
   /**
@@ -100,20 +123,35 @@ export class AuthGuard implements CanActivate {
     }
   }
 
+  /**
+   * The caller's membership of `{org_name}`; on routes under a product, the path's `{product_name}` product
+   * too, in the same round trip (an unknown product is the service's 404, after the role check).
+   */
   private async orgAccess(request: AuthenticatedRequest, role: Role): Promise<OrgAccess> {
     const orgName = request.params.org_name;
     if (typeof orgName !== 'string') throw DomainError.notFound();
-    const rows: { org_id: string; org_name: string; role: Role }[] = await this.db.query(
-      `SELECT o.id AS org_id, o.name AS org_name, m.role
-         FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
-        WHERE o.name = $1`,
-      [orgName, request.actor!.userId],
-    );
+    const productName = request.params.product_name;
+    const rows: ({ org_id: string; org_name: string; role: Role } & Record<string, unknown>)[] =
+      typeof productName === 'string'
+        ? await this.db.query(
+            `SELECT o.id AS org_id, o.name AS org_name, m.role, ${joinedProductColumns('p')}
+               FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
+               LEFT JOIN products p ON p.org_id = o.id AND p.name = $3
+              WHERE o.name = $1`,
+            [orgName, request.actor!.userId, productName],
+          )
+        : await this.db.query(
+            `SELECT o.id AS org_id, o.name AS org_name, m.role
+               FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
+              WHERE o.name = $1`,
+            [orgName, request.actor!.userId],
+          );
     return this.checked(rows[0], role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
       orgName: row.org_name,
       role: row.role,
+      ...(typeof productName === 'string' && { product: { name: productName, found: joinedProduct(row) } }),
     }));
   }
 

@@ -31,8 +31,32 @@ interface ProductRow {
   updated_at: Date;
 }
 
-const PRODUCT_COLUMNS = `id, org_id, name, allow_unsigned_atomvm_firmware, allow_unsigned_esp_idf_firmware,
-  allowed_update_tools, require_unique_firmware_version, inserted_at, updated_at`;
+const PRODUCT_FIELDS = [
+  'id',
+  'org_id',
+  'name',
+  'allow_unsigned_atomvm_firmware',
+  'allow_unsigned_esp_idf_firmware',
+  'allowed_update_tools',
+  'require_unique_firmware_version',
+  'inserted_at',
+  'updated_at',
+] as const satisfies readonly (keyof ProductRow)[];
+
+const PRODUCT_COLUMNS = PRODUCT_FIELDS.join(', ');
+
+/** The product columns of `alias`, each as `product_<column>`, for a query that joins the product in. */
+export function joinedProductColumns(alias: string): string {
+  return PRODUCT_FIELDS.map((field) => `${alias}.${field} AS product_${field}`).join(', ');
+}
+
+/** The product of a row selected with joinedProductColumns (null when the outer join found none). */
+export function joinedProduct(row: Record<string, unknown>): Product | null {
+  if (row.product_id === null || row.product_id === undefined) return null;
+  const fields: Record<string, unknown> = {};
+  for (const field of PRODUCT_FIELDS) fields[field] = row[`product_${field}`];
+  return productFromRow(fields as unknown as ProductRow);
+}
 
 function productFromRow(row: ProductRow): Product {
   return Object.assign(new Product(), {
@@ -56,10 +80,16 @@ export class ProductsService {
   ) {}
 
   /**
-   * The product of the caller's organization, or the contract's 404. Plain SQL: it runs on nearly every request
-   * under a product, and the repository would build the same query anew each time.
+   * The product of the caller's organization, or the contract's 404. On routes under a product the AuthGuard has
+   * read it already, with the membership (`access.product`); otherwise plain SQL: the repository would build the
+   * same query anew each time.
    */
   async findInOrg(access: OrgAccess, name: string): Promise<Product> {
+    if (access.product?.name === name) {
+      const { found } = access.product;
+      if (!found) throw DomainError.notFound();
+      return Object.assign(new Product(), found);
+    }
     const rows = await this.db.query<ProductRow[]>(
       `SELECT ${PRODUCT_COLUMNS} FROM products WHERE org_id = $1 AND name = $2`,
       [access.orgId, name],

@@ -1,4 +1,5 @@
 import type { TokenScope } from '../../auth/access-token.entity';
+import type { Product } from '../../products/product.entity';
 import type { Role } from './roles';
 
 /** The authenticated caller, resolved once per request by the AuthGuard. */
@@ -19,6 +20,12 @@ export interface OrgAccess {
   orgId: string;
   orgName: string;
   role: Role;
+  /**
+   * The path's `{product_name}` product, read by the AuthGuard in the same query as the membership (`found`
+   * null: the organization has no product by that name). ProductsService.findInOrg answers from it without a
+   * query. Absent when the route has no product in its path or the access was built elsewhere.
+   */
+  product?: { name: string; found: Product | null };
 }
 
 /** For short device URLs: the device found among the caller's organizations, with that membership. */

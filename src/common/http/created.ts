@@ -1,4 +1,10 @@
-import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Injectable,
+  type NestInterceptor,
+  UseInterceptors,
+} from '@nestjs/common';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
 
@@ -8,6 +14,11 @@ export class Created<T> {
     readonly location: string,
     readonly body: T,
   ) {}
+
+  /** Only a route with SetsLocation() may return this: anywhere else it would be serialized whole. */
+  toJSON(): never {
+    throw new Error('a Created result reached the response: the route needs SetsLocation()');
+  }
 }
 
 /** Percent-encodes one path segment of a Location header. */
@@ -26,3 +37,10 @@ export class CreatedInterceptor implements NestInterceptor {
     );
   }
 }
+
+/**
+ * For the handlers that create a resource (their services return `Created`): applied per route, not globally,
+ * because any global interceptor makes Nest wrap every request in an AsyncResource and an rxjs pipeline.
+ * ApiOperationDoc applies it to every operation that documents a `Location` header.
+ */
+export const SetsLocation = () => UseInterceptors(CreatedInterceptor);

@@ -81,9 +81,9 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
       this.shared.delete(key);
       shared = undefined;
     }
-    const pending = this.pending.get(key) ?? { hits: 0, windowMs };
+    let pending = this.pending.get(key);
+    if (!pending) this.pending.set(key, (pending = { hits: 0, windowMs }));
     pending.hits += 1;
-    this.pending.set(key, pending);
     const hits = (shared?.hits ?? 0) + (this.inFlight.get(key)?.hits ?? 0) + pending.hits;
     const resetAt = shared?.resetAt ?? now + windowMs;
     return {

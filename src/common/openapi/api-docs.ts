@@ -8,6 +8,7 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import { NOT_FOUND_DETAIL } from '../errors/error-codes';
+import { SetsLocation } from '../http/created';
 
 export class DetailErrors {
   @ApiProperty({ example: NOT_FOUND_DETAIL }) detail: string;
@@ -60,6 +61,7 @@ export interface OperationDoc {
   errors?: number[];
   isPublic?: boolean;
   deprecated?: boolean;
+  /** Response headers; documenting `Location` also sets it from the handler's `Created` result. */
   headers?: Record<string, { description: string }>;
 }
 
@@ -109,5 +111,6 @@ export function ApiOperationDoc(doc: OperationDoc) {
     decorators.push(ApiResponse({ status: code, description, type }));
   }
   if (!doc.isPublic) decorators.push(ApiBearerAuth('bearer_auth'));
+  if (doc.headers?.Location) decorators.push(SetsLocation());
   return applyDecorators(ApiExtraModels(...models), ...decorators);
 }
