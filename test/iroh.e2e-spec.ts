@@ -677,6 +677,19 @@ describe('iroh endpoints', () => {
 
         await t.db.query('DELETE FROM devices WHERE id = $1', [gadget.id]);
         expect(await totals()).toEqual({ total: 2, device: 0, user: 0, none: 2 });
+
+        // Concurrent creates and deletes (spread over the pool's connections, so over counter shards).
+        const many = await Promise.all(Array.from({ length: 12 }, () => registered(admin, countedOrg)));
+        await Promise.all(
+          many.slice(0, 5).map((id) =>
+            t
+              .http()
+              .delete(`${base(countedOrg)}/${id}`)
+              .set(admin.auth)
+              .expect(204),
+          ),
+        );
+        expect(await totals()).toEqual({ total: 9, device: 0, user: 0, none: 9 });
       });
 
       it('counts only what the filters match', async () => {
