@@ -6,9 +6,12 @@ import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DomainError } from '../common/errors/domain-error';
+import { collectYoungGarbage } from '../common/memory/young-garbage';
 import { ErrorCode } from '../common/errors/error-codes';
 
 const CHUNK_BYTES = 1024 * 1024;
+/** Bytes streamed between two collections of the network buffers already written (see collectYoungGarbage). */
+const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
 
 export interface ReceivedFile {
   path: string;
@@ -25,8 +28,14 @@ class HashingStream extends Transform {
   size = 0;
   private chunk: Hash = createHash('sha256');
   private inChunk = 0;
+  private sinceCollected = 0;
 
   override _transform(data: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.sinceCollected += data.length;
+    if (this.sinceCollected >= COLLECT_EVERY_BYTES) {
+      this.sinceCollected = 0;
+      collectYoungGarbage();
+    }
     this.whole.update(data);
     this.size += data.length;
     let offset = 0;
