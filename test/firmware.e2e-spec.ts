@@ -315,6 +315,39 @@ describe('firmware', () => {
     expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toEqual([]);
   });
 
+  it('deleting a product deletes its firmware files; a refused delete keeps them', async () => {
+    const { name, base } = await product();
+    const uuids: string[] = [];
+    for (const version of ['1.0.0', '1.1.0']) {
+      const res = await upload(base, (await fw(name, { meta: { version } })).path).expect(201);
+      uuids.push(res.body.data.uuid as string);
+    }
+    const storedFiles = async () =>
+      (await readdir(join(t.config.dataDir, 'firmware'), { recursive: true })).filter((f) =>
+        uuids.some((uuid) => String(f).endsWith(`${uuid}.fw`)),
+      );
+    expect(await storedFiles()).toHaveLength(2);
+
+    await t
+      .http()
+      .post(`/api/orgs/${org}/products/${name}/devices`)
+      .set(admin.auth)
+      .send({ identifier: `keeper-${name}` })
+      .expect(201);
+    await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(409);
+    expect(await storedFiles()).toHaveLength(2);
+    await t.http().get(`${base}/${uuids[0]}`).set(admin.auth).expect(200);
+
+    await t
+      .http()
+      .delete(`/api/orgs/${org}/products/${name}/devices/keeper-${name}`)
+      .set(admin.auth)
+      .expect(204);
+    await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(204);
+    expect(await storedFiles()).toEqual([]);
+    expect(await t.db.query(`SELECT 1 FROM firmwares WHERE uuid = ANY($1::uuid[])`, [uuids])).toEqual([]);
+  });
+
   it('roles: view lists and shows, cannot upload or delete; outsiders 404', async () => {
     const { name, base } = await product();
     const [viewer, outsider] = await Promise.all([t.fixtures.user(), t.fixtures.user()]);

@@ -146,6 +146,13 @@ describe('device channel payloads', () => {
       vcs_identifier: null,
       misc: null,
     });
+    expect(
+      metadataFromJoin({
+        nerves_fw_uuid: 'abc',
+        nerves_fw_description: 'a\ud800b\u0000c',
+        nerves_fw_misc: 'x\udc00',
+      }),
+    ).toMatchObject({ description: 'a\ufffdbc', misc: 'x\ufffd' });
     expect(metadataFromJoin({ nerves_fw_version: '1.0.0' })).toBeNull();
     expect(metadataFromJoin({ nerves_fw_uuid: ' ' })).toBeNull();
   });

@@ -34,6 +34,8 @@ describe('iroh endpoints', () => {
   afterAll(() => t.close());
 
   /** An admin and their fresh organization. */
+  const UNSTORABLE_DETAILS = 'must not contain NUL characters or unpaired surrogates in its keys or strings';
+
   async function setup(): Promise<{ owner: TestUser; org: string }> {
     const owner = await t.fixtures.user();
     return { owner, org: await t.fixtures.org(owner) };
@@ -212,6 +214,9 @@ describe('iroh endpoints', () => {
       ['a string', 'hello', 'must be a JSON object'],
       ['a number', 3, 'must be a JSON object'],
       ['over 4 KiB serialized', { blob: 'x'.repeat(4096) }, 'must be at most 4096 bytes when serialized'],
+      ['holding a NUL', { note: 'a\u0000b' }, UNSTORABLE_DETAILS],
+      ['holding an unpaired surrogate', { nested: ['\ud800'] }, UNSTORABLE_DETAILS],
+      ['keyed by an unpaired surrogate', { '\udc00': 1 }, UNSTORABLE_DETAILS],
     ])('422 for details that are %s', async (_label, details, message) => {
       const { owner, org } = await setup();
       const res = await register(owner, org, { identifier: newKey(), details }).expect(422);

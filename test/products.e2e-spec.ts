@@ -63,6 +63,23 @@ describe('products', () => {
       expect(res.body).toEqual({ errors: { name: [message] } });
     });
 
+    it('a name with an unpaired surrogate is a 422 and creates nothing (it could not be stored or linked)', async () => {
+      const before = await t.db.query(`SELECT count(*)::int AS n FROM products`);
+      for (const raw of ['{"name":"\\ud800"}', '{"product":{"name":"a\\udc00b"}}']) {
+        const res = await t
+          .http()
+          .post(`/api/orgs/${org}/products`)
+          .set(admin.auth)
+          .set('Content-Type', 'application/json')
+          .send(raw)
+          .expect(422);
+        expect(res.body).toEqual({
+          errors: { name: ['must be valid Unicode text (no unpaired surrogates)'] },
+        });
+      }
+      expect(await t.db.query(`SELECT count(*)::int AS n FROM products`)).toEqual(before);
+    });
+
     it('an empty body is a 422, not a 500', async () => {
       const res = await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).expect(422);
       expect(res.body).toEqual({ errors: { name: ["can't be blank"] } });

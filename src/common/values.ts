@@ -27,3 +27,21 @@ export function parseBigId(value: string): string | null {
 export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
+
+/**
+ * True when `text` cannot be stored as text: a NUL (PostgreSQL text and jsonb refuse it) or half of a UTF-16
+ * surrogate pair (JSON can carry `"\ud800"`; UTF-8 cannot encode it, so it would be stored as U+FFFD or refused).
+ */
+export function isUnstorableText(text: string): boolean {
+  return text.includes('\u0000') || /\p{Cs}/u.test(text);
+}
+
+/** Every string inside a JSON value, for `isUnstorableText` checks of objects such as iroh `details`. */
+export function someString(value: unknown, test: (text: string) => boolean): boolean {
+  if (typeof value === 'string') return test(value);
+  if (Array.isArray(value)) return value.some((item) => someString(item, test));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(([key, item]) => test(key) || someString(item, test));
+  }
+  return false;
+}

@@ -29,9 +29,17 @@ export const JOIN_METADATA_KEYS: Readonly<Record<string, string>> = {
 const MAX_METADATA_VALUE = 1024;
 const MAX_INDEXED_VALUE = 255;
 
-/** A join string value as stored: NULs dropped, bounded; anything else is null. */
+/**
+ * A join string value as stored (in jsonb): NULs dropped, unpaired surrogates replaced by U+FFFD (jsonb refuses
+ * both), bounded; anything else is null.
+ */
 function joinText(value: unknown): string | null {
-  return typeof value === 'string' ? value.replace(/\0/g, '').slice(0, MAX_METADATA_VALUE) : null;
+  if (typeof value !== 'string') return null;
+  return value
+    .replace(/\0/g, '')
+    .replace(/\p{Cs}/gu, '\uFFFD')
+    .slice(0, MAX_METADATA_VALUE)
+    .replace(/\p{Cs}$/u, '');
 }
 
 /** The firmware update tools a device may name in `update_tool`, as the product setting names them. */

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
@@ -6,6 +6,7 @@ import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
+import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
 import { Product } from './product.entity';
 
@@ -74,9 +75,12 @@ function productFromRow(row: ProductRow): Product {
 
 @Injectable()
 export class ProductsService {
+  private readonly logger = new Logger(ProductsService.name);
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly audit: AuditService,
+    private readonly storage: FirmwareStorage,
   ) {}
 
   /**
@@ -162,10 +166,17 @@ export class ProductsService {
   }
 
   /** Deletes a product with no devices; its firmware and scripts go with it. */
+  /** Deletes the product with its firmware (rows in the transaction, then their files). */
   async remove(access: OrgAccess, name: string): Promise<void> {
     const product = await this.findInOrg(access, name);
+    let firmwareFiles: string[];
     try {
-      await this.db.transaction(async (tx) => {
+      firmwareFiles = await this.db.transaction(async (tx) => {
+        // TypeORM answers a DELETE ... RETURNING with [rows, affected].
+        const [firmware]: [{ storage_key: string }[], number] = await tx.query(
+          `DELETE FROM firmwares WHERE product_id = $1 RETURNING storage_key`,
+          [product.id],
+        );
         const result = await tx.getRepository(Product).delete({ id: product.id });
         if (!result.affected) throw DomainError.notFound();
         await this.audit.record(tx, {
@@ -175,12 +186,19 @@ export class ProductsService {
           targetType: 'product',
           targetId: product.name,
         });
+        return firmware.map((row) => row.storage_key);
       });
     } catch (err) {
       if (isForeignKeyViolation(err)) {
         throw DomainError.conflict('the product still has devices: delete or move them first');
       }
       throw err;
+    }
+    // The rows are gone; a file that cannot be removed now is only disk space, never a failed request.
+    for (const key of firmwareFiles) {
+      await this.storage.remove(key).catch((err: unknown) => {
+        this.logger.warn(`firmware file ${key} of deleted product ${product.id} not removed: ${String(err)}`);
+      });
     }
   }
 }

@@ -3,6 +3,7 @@ import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ValidateBy, type ValidationArguments } from 'class-validator';
 import { isPlainObject } from './validation.pipe';
+import { isUnstorableText } from '../values';
 
 /** A check returns null when the value is fine, else the one message the client sees. */
 type Check = (value: unknown, object: object) => string | null;
@@ -50,6 +51,7 @@ export function checkString(value: unknown, options: StringFieldOptions): string
     return `should be at most ${options.maxBytes} byte(s)`;
   }
   if (value.includes('\u0000')) return 'must not contain NUL characters';
+  if (isUnstorableText(value)) return 'must be valid Unicode text (no unpaired surrogates)';
   if (options.pattern && !options.pattern.regex.test(value)) return options.pattern.message;
   return null;
 }
@@ -133,6 +135,7 @@ export function checkTags(value: unknown): string | null {
   if (tags.some((tag) => [...tag].length > MAX_TAG_LENGTH))
     return `each tag should be at most ${MAX_TAG_LENGTH} characters`;
   if (tags.some((tag) => tag.includes('\u0000'))) return 'must not contain NUL characters';
+  if (tags.some(isUnstorableText)) return 'must be valid Unicode text (no unpaired surrogates)';
   return null;
 }
 

@@ -1,5 +1,6 @@
 import { checkString } from '../../common/validation/fields';
 import { isPlainObject } from '../../common/validation/validation.pipe';
+import { isUnstorableText, someString } from '../../common/values';
 
 /** Field rules shared by operator registration (HTTP) and device reports (contract §7). */
 
@@ -36,6 +37,9 @@ export function checkInstance(value: unknown): string | null {
 export function checkDetails(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (!isPlainObject(value)) return 'must be a JSON object';
+  if (someString(value, isUnstorableText)) {
+    return 'must not contain NUL characters or unpaired surrogates in its keys or strings';
+  }
   if (Buffer.byteLength(JSON.stringify(value), 'utf8') > DETAILS_MAX_BYTES) {
     return `must be at most ${DETAILS_MAX_BYTES} bytes when serialized`;
   }
