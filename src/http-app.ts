@@ -7,6 +7,7 @@ import { replyJsonDirectly } from './common/http/json-reply';
 import { AppLogger } from './common/http/logger';
 import { assignRequestId } from './common/http/request-id';
 import {
+  answerClientErrors,
   configureCors,
   configureServerTimeouts,
   requestTimeout,
@@ -29,6 +30,7 @@ export function configureHttpApp(app: INestApplication): void {
   express_.set('trust proxy', false);
   const config = app.get<AppConfig>(APP_CONFIG);
   configureServerTimeouts(app.getHttpServer() as Server);
+  answerClientErrors(app.getHttpServer() as Server);
   replyJsonDirectly(app);
   // What every request gets first, in one middleware: each Express layer is a router step on every request.
   const logRequest = logger.requestLogger();

@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { ConfigError, loadConfig } from '../src/config/config';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
@@ -20,6 +22,31 @@ describe('security headers, CORS and request timeouts', () => {
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.headers['content-security-policy']).not.toContain('unsafe-inline');
       expect(res.headers['x-powered-by']).toBeUndefined();
+    });
+
+    it("requests Node's HTTP parser refuses get the contract's error body", async () => {
+      const server = t.app.getHttpServer() as Server;
+      if (!server.listening) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const raw = (request: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => socket.end(request));
+          let answer = '';
+          socket.on('data', (chunk) => (answer += chunk.toString()));
+          socket.on('close', () => resolve(answer));
+          socket.on('error', reject);
+        });
+      const tooLong = await raw(`GET /api/users/me?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(tooLong.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+      expect(tooLong).toContain('Content-Type: application/json; charset=utf-8');
+      expect(JSON.parse(tooLong.split('\r\n\r\n')[1])).toEqual({
+        errors: { detail: 'the request line and headers are too large' },
+      });
+      const malformed = await raw('NOT HTTP AT ALL\r\n\r\n');
+      expect(malformed.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+      expect(JSON.parse(malformed.split('\r\n\r\n')[1])).toEqual({
+        errors: { detail: 'malformed HTTP request' },
+      });
     });
 
     it('error responses carry them too', async () => {

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
@@ -86,6 +87,36 @@ export function configureCors(app: INestApplication, config: Pick<AppConfig, 'co
 export function configureServerTimeouts(server: Server): void {
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = REQUEST_TIMEOUT_MS;
+}
+
+/** What Node's HTTP parser refuses before any route runs: status line and the contract's `detail` body. */
+function clientErrorAnswer(code: string | undefined): [status: number, reason: string, detail: string] {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return [431, 'Request Header Fields Too Large', 'the request line and headers are too large'];
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return [408, 'Request Timeout', 'the request was not received in time'];
+  }
+  return [400, 'Bad Request', 'malformed HTTP request'];
+}
+
+/**
+ * Requests the HTTP parser refuses (headers or URL over Node's 16 KiB limit, malformed HTTP, headers too slow)
+ * get the contract's error body too, instead of Node's bare status line.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, detail] = clientErrorAnswer(err.code);
+    const body = JSON.stringify({ errors: { detail } });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 const logger = new Logger('RequestTimeout');
