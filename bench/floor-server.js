@@ -192,12 +192,12 @@ async function deviceList(access, productName, q) {
   let count;
   if (tags.length === 0) {
     count = {
-      sql: `SELECT COALESCE((SELECT total FROM product_device_counts WHERE product_id = $1), 0)::int AS count`,
+      sql: `SELECT COALESCE((SELECT sum(total) FROM product_device_counts WHERE product_id = $1), 0)::int AS count`,
       params: [product.id],
     };
   } else if (tags.length === 1) {
     count = {
-      sql: `SELECT COALESCE((SELECT total FROM product_tag_counts WHERE product_id = $1 AND tag = $2), 0)::int AS count`,
+      sql: `SELECT COALESCE((SELECT sum(total) FROM product_tag_counts WHERE product_id = $1 AND tag = $2), 0)::int AS count`,
       params: [product.id, tags[0]],
     };
   } else {

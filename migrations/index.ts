@@ -3,6 +3,7 @@ import { DeviceCounters1795323774833 } from './1795323774833-DeviceCounters';
 import { GatewayAuditRateLimits1795324593147 } from './1795324593147-GatewayAuditRateLimits';
 import { IrohEndpointCounts1795331669444 } from './1795331669444-IrohEndpointCounts';
 import { DeviceListCoveringIndexes1795331900000 } from './1795331900000-DeviceListCoveringIndexes';
+import { ShardedDeviceCounters1795336784756 } from './1795336784756-ShardedDeviceCounters';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -11,4 +12,5 @@ export const MIGRATIONS: Function[] = [
   GatewayAuditRateLimits1795324593147,
   IrohEndpointCounts1795331669444,
   DeviceListCoveringIndexes1795331900000,
+  ShardedDeviceCounters1795336784756,
 ];

@@ -174,13 +174,13 @@ export function deviceCountSql(productId: string, q: DeviceListQuery, where: str
   const active = Object.entries(q.filters).filter(([, value]) => value !== undefined);
   if (active.length === 0) {
     return {
-      sql: `SELECT COALESCE((SELECT total FROM product_device_counts WHERE product_id = $1), 0)::int AS count`,
+      sql: `SELECT COALESCE((SELECT sum(total) FROM product_device_counts WHERE product_id = $1), 0)::int AS count`,
       params: [productId],
     };
   }
   if (active.length === 1 && q.filters.tags?.length === 1) {
     return {
-      sql: `SELECT COALESCE((SELECT total FROM product_tag_counts WHERE product_id = $1 AND tag = $2), 0)::int AS count`,
+      sql: `SELECT COALESCE((SELECT sum(total) FROM product_tag_counts WHERE product_id = $1 AND tag = $2), 0)::int AS count`,
       params: [productId, q.filters.tags[0]],
     };
   }
