@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -480,5 +481,13 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
       '',
     ];
     writeFileSync(file, lines.join('\n'));
+    // Formatted like the rest of docs/ (prettier --check runs in CI); in a child process, because prettier loads
+    // its plugins with dynamic imports, which Jest's module sandbox refuses.
+    execFileSync(process.execPath, [
+      require.resolve('prettier/bin/prettier.cjs'),
+      '--write',
+      '--log-level=warn',
+      file,
+    ]);
   }
 });
