@@ -20,6 +20,8 @@ interface ComposeService {
   ports?: string[];
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
+  ulimits?: Record<string, { soft: number; hard: number }>;
+  sysctls?: Record<string, number>;
 }
 
 describe('docker/compose.yaml', () => {
@@ -56,6 +58,12 @@ describe('docker/compose.yaml', () => {
     expect(fleethub.volumes).toEqual(['fleethub-data:/data']);
     expect(Object.keys(compose.volumes).sort()).toEqual(['fleethub-data', 'postgres-data']);
     expect(fleethub.ports).toEqual(['4000:4000']);
+  });
+
+  it('gives fleethub room for a large fleet of device sockets', () => {
+    const { fleethub } = compose.services;
+    expect(fleethub.ulimits).toEqual({ nofile: { soft: 65536, hard: 65536 } });
+    expect(fleethub.sysctls).toEqual({ 'net.core.somaxconn': 4096 });
   });
 });
 
