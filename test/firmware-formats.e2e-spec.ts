@@ -35,13 +35,7 @@ describe('firmware formats: AtomVM packbeams and ESP-IDF images', () => {
     t = await createTestApp();
     admin = await t.fixtures.user();
     org = await t.fixtures.org(admin);
-    key = generateFwupKeyPair();
-    await t
-      .http()
-      .post(`/api/orgs/${org}/keys`)
-      .set(admin.auth)
-      .send({ name: 'release', key: key.publicKey })
-      .expect(201);
+    key = await t.fixtures.signingKey(org, 'release');
     dir = await mkdtemp(join(tmpdir(), 'fleethub-formats-'));
   });
   afterAll(async () => {

@@ -19,13 +19,7 @@ describe('firmware', () => {
     t = await createTestApp();
     admin = await t.fixtures.user();
     org = await t.fixtures.org(admin);
-    key = generateFwupKeyPair();
-    await t
-      .http()
-      .post(`/api/orgs/${org}/keys`)
-      .set(admin.auth)
-      .send({ name: 'release', key: key.publicKey })
-      .expect(201);
+    key = await t.fixtures.signingKey(org, 'release');
     dir = await mkdtemp(join(tmpdir(), 'fleethub-fw-'));
   });
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-aut
 import { computeMetaUuid } from '../src/firmware/fwup';
 import { DeviceGateway } from '../src/gateway/device-gateway';
 import { PresenceService } from '../src/gateway/presence.service';
-import { buildFw, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
+import { buildFw, type FwupKeyPair } from './support/fw-builder';
 import { uuidOf, writeEspImage } from './support/fw-builder-esp-idf';
 import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
@@ -100,13 +100,7 @@ describe('device gateway', () => {
 
     admin = await a.fixtures.user();
     org = await a.fixtures.org(admin);
-    key = generateFwupKeyPair();
-    await a
-      .http()
-      .post(`/api/orgs/${org}/keys`)
-      .set(admin.auth)
-      .send({ name: 'k', key: key.publicKey })
-      .expect(201);
+    key = await a.fixtures.signingKey(org, 'k');
     await a.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
     dir = await mkdtemp(join(tmpdir(), 'fleethub-gw-'));
     const built = await buildFw(join(dir, 'fw.fw'), {

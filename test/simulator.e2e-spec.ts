@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
 import { Simulator, simulatedIrohKey } from '../src/gateway/simulator';
-import { buildFw, generateFwupKeyPair } from './support/fw-builder';
+import { buildFw } from './support/fw-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -60,13 +60,7 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
   });
 
   it('registers devices, delivers console code and an update, claims iroh endpoints', async () => {
-    const key = generateFwupKeyPair();
-    await t
-      .http()
-      .post(`/api/orgs/${org}/keys`)
-      .set(admin.auth)
-      .send({ name: 'k', key: key.publicKey })
-      .expect(201);
+    const key = await t.fixtures.signingKey(org, 'k');
     const built = await buildFw(join(dir, 'fw.fw'), {
       signWith: key.privateKey,
       meta: { product, version: '3.1.4' },

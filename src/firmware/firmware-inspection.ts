@@ -3,6 +3,7 @@ import type { Product } from '../products/product.entity';
 import { readPackbeam, type Packbeam } from './atomvm/packbeam';
 import { readEspAppImage, type EspAppImage } from './esp-idf/esp-app-image';
 import type { FirmwareTool } from './formats/detect-format';
+import { uuidFromDigest } from './formats/firmware-uuid';
 import { normaliseFirmwareVersion } from './formats/firmware-version';
 import {
   type FirmwareArchive,
@@ -200,9 +201,8 @@ async function inspectPackbeam(
     );
   }
 
-  const hex = file.sha256;
   return {
-    uuid: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`,
+    uuid: uuidFromDigest(Buffer.from(file.sha256, 'hex')),
     version,
     versionSortKey: semverSortKey(version)!,
     product: packbeam.application,

@@ -3,7 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AuthenticatedDevice } from '../device-auth/device-authenticator';
 import type { FirmwareMetadata } from '../devices/device.entity';
-import { chipPlatform, formatUuid } from '../firmware/esp-idf/esp-app-image';
+import { chipPlatform } from '../firmware/esp-idf/esp-app-image';
+import { uuidFromDigest } from '../firmware/formats/firmware-uuid';
 import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
 import type { FirmwareTool } from '../firmware/formats/detect-format';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
@@ -65,7 +66,7 @@ export function joinUpdateTool(params: Record<string, unknown>): DeviceUpdateToo
  */
 function uuidFromHash(value: unknown): string | null {
   if (typeof value !== 'string' || !/^(?:[0-9a-fA-F]{2}){16,64}$/.test(value)) return null;
-  return formatUuid(Buffer.from(value, 'hex'));
+  return uuidFromDigest(Buffer.from(value, 'hex'));
 }
 
 function chipFromJoin(value: unknown): { platform: string; architecture: string } | null {

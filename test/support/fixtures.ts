@@ -5,9 +5,11 @@ import { TokensService } from '../../src/auth/tokens.service';
 import type { TokenScope } from '../../src/auth/access-token.entity';
 import type { Role } from '../../src/common/auth/roles';
 import { OrgsService } from '../../src/orgs/orgs.service';
+import { SigningKeysService } from '../../src/signing-keys/signing-keys.service';
 import { Membership } from '../../src/orgs/membership.entity';
 import type { User } from '../../src/users/user.entity';
 import { UsersService } from '../../src/users/users.service';
+import { type FwupKeyPair, generateFwupKeyPair } from './fw-builder';
 
 export interface TestUser {
   user: User;
@@ -50,6 +52,13 @@ export class Fixtures {
   async org(owner: TestUser, name = unique('org')): Promise<string> {
     await this.app.get(OrgsService).create(owner.user.id, name);
     return name;
+  }
+
+  /** A fresh fwup key pair, its public key registered as the organization's signing key `name`. */
+  async signingKey(orgName: string, name = 'release'): Promise<FwupKeyPair> {
+    const key = generateFwupKeyPair();
+    await this.app.get(SigningKeysService).createByOrgName(orgName, name, key.publicKey);
+    return key;
   }
 
   async addMember(orgName: string, member: TestUser, role: Role): Promise<void> {

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
-import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { open, rm } from 'node:fs/promises';
 import { fwupKeyPairFromSeed } from '../../../test/support/fw-builder';
+import { formatErrorMessage, readerFiles } from '../../../test/support/reader-files';
 import {
   applicationTerm,
   BEAM_CODE_FLAG,
@@ -20,34 +19,13 @@ import { FirmwareFormatError } from '../fwup/firmware-format-error';
 import { verifyFileSignature } from '../fwup/signature';
 import { MAX_APPLICATION_BIN_SIZE, readPackbeam } from './packbeam';
 
-let dir: string;
-let counter = 0;
+const files = readerFiles('fleethub-avm-', '.avm');
+const write = files.write;
 const key = fwupKeyPairFromSeed('packbeam');
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'fleethub-avm-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function write(bytes: Buffer): Promise<string> {
-  const path = join(dir, `${++counter}.avm`);
-  await writeFile(path, bytes);
-  return path;
-}
 
 const build = (options: PackbeamOptions = {}) => write(buildPackbeam(options).bytes);
 
-async function formatError(path: string): Promise<string> {
-  try {
-    await readPackbeam(path);
-  } catch (err) {
-    if (err instanceof FirmwareFormatError) return err.message;
-    throw err;
-  }
-  throw new Error('read without error');
-}
+const formatError = (path: string) => formatErrorMessage(readPackbeam, path);
 
 /** A packbeam of the given raw entries (after the magic), with the end entry unless told otherwise. */
 const raw = (...parts: Buffer[]) => write(Buffer.concat([PACKBEAM_MAGIC, ...parts]));
@@ -266,7 +244,7 @@ describe('readPackbeam', () => {
   }
 
   it('walks a 300 MiB packbeam by its headers without reading the module data', async () => {
-    const path = join(dir, 'huge.avm');
+    const path = files.path('huge.avm');
     const head = Buffer.concat([PACKBEAM_MAGIC, applicationEntry()]);
     const bigSize = 300 * 1024 * 1024;
     const bigHeader = packbeamEntry({ name: 'big.beam', flags: BEAM_CODE_FLAG, data: Buffer.alloc(0) });

@@ -1,38 +1,15 @@
 import fc from 'fast-check';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { buildEspImage, type EspImageOptions } from '../../../test/support/fw-builder-esp-idf';
+import { formatErrorMessage, readerFiles } from '../../../test/support/reader-files';
 import { FirmwareFormatError } from '../fwup/firmware-format-error';
 import { chipPlatform, readEspAppImage } from './esp-app-image';
 
-let dir: string;
-let counter = 0;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'fleethub-esp-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function write(bytes: Buffer): Promise<string> {
-  const path = join(dir, `${++counter}.bin`);
-  await writeFile(path, bytes);
-  return path;
-}
+const { write } = readerFiles('fleethub-esp-', '.bin');
 
 const build = (options: EspImageOptions = {}) => write(buildEspImage(options).bytes);
 
-async function formatError(path: string): Promise<string> {
-  try {
-    await readEspAppImage(path);
-  } catch (err) {
-    if (err instanceof FirmwareFormatError) return err.message;
-    throw err;
-  }
-  throw new Error('read without error');
-}
+const formatError = (path: string) => formatErrorMessage(readEspAppImage, path);
 
 describe('readEspAppImage', () => {
   it('reads the app descriptor and the chip', async () => {

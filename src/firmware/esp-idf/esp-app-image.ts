@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { ESP_APP_DESC_MAGIC, ESP_APP_DESC_OFFSET, ESP_IMAGE_MAGIC } from '../formats/detect-format';
+import { uuidFromDigest } from '../formats/firmware-uuid';
 import { readAt } from '../formats/read-exactly';
 import { FirmwareFormatError } from '../fwup/firmware-format-error';
 
@@ -79,11 +80,6 @@ export function chipPlatform(chipId: number): { platform: string; architecture: 
   );
 }
 
-export function formatUuid(bytes: Uint8Array): string {
-  const hex = Buffer.from(bytes.subarray(0, 16)).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
 /**
  * Reads an ESP-IDF application image: its headers (a few hundred bytes) and, when it carries a Secure Boot v2
  * signature sector, that sector, whose CRC and image digest are checked (the digest by streaming the image). The
@@ -145,7 +141,7 @@ export async function readEspAppImage(filePath: string): Promise<EspAppImage> {
     version,
     idfVersion,
     secureVersion: desc.readUInt32LE(4),
-    uuid: formatUuid(elfSha256),
+    uuid: uuidFromDigest(elfSha256),
     elfSha256: Buffer.from(elfSha256).toString('hex'),
     secureBoot,
   };

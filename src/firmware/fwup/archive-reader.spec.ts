@@ -1,6 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import {
   buildFw,
   fwupKeyPairFromSeed,
@@ -10,54 +8,23 @@ import {
   type BuildFwOptions,
 } from '../../../test/support/fw-builder';
 import { FWUP_RICH, FWUP_SIGNED } from '../../../test/support/fwup-vectors';
+import { formatErrorMessage, readerFiles, readFailure } from '../../../test/support/reader-files';
 import { hasFwupSignature, MAX_ARCHIVE_ENTRIES, readFirmwareArchive } from './archive-reader';
 import { FirmwareFormatError } from './firmware-format-error';
 import { computeMetaUuid } from './meta-uuid';
 import { verifyMetaSignature } from './signature';
 
-let dir: string;
-let counter = 0;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'fleethub-fw-'));
-});
-
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-function nextPath(): string {
-  counter += 1;
-  return join(dir, `${counter}.fw`);
-}
+const files = readerFiles('fleethub-fw-', '.fw');
+const { write } = files;
 
 async function build(options: BuildFwOptions = {}): Promise<string> {
-  const path = nextPath();
+  const path = files.path();
   await buildFw(path, options);
   return path;
 }
 
-async function write(bytes: Buffer): Promise<string> {
-  const path = nextPath();
-  await writeFile(path, bytes);
-  return path;
-}
-
-/** The error readFirmwareArchive rejects with; fails the test if it resolves. */
-async function failure(path: string): Promise<unknown> {
-  try {
-    await readFirmwareArchive(path);
-  } catch (err) {
-    return err;
-  }
-  throw new Error(`${path} was read without error`);
-}
-
-async function formatError(path: string): Promise<string> {
-  const err = await failure(path);
-  if (!(err instanceof FirmwareFormatError)) throw err;
-  return err.message;
-}
+const failure = (path: string) => readFailure(readFirmwareArchive, path);
+const formatError = (path: string) => formatErrorMessage(readFirmwareArchive, path);
 
 /** Deterministic PRNG (mulberry32). */
 function prng(seed: number): () => number {
@@ -108,7 +75,7 @@ describe('readFirmwareArchive on archives from the test builder', () => {
     const keys = generateFwupKeyPair();
     // yazl puts only a DOS time (local clock fields, 2 s steps) in local headers; the reader takes it as UTC.
     const mtime = new Date(2024, 4, 6, 7, 8, 10);
-    const path = nextPath();
+    const path = files.path();
     const built = await buildFw(path, {
       signWith: keys.privateKey,
       meta: { product: 'widget', version: '2.1.0-rc.1', vcsIdentifier: 'abc', misc: 'x y' },
@@ -461,10 +428,10 @@ describe('readFirmwareArchive rejects malformed files with a FirmwareFormatError
 
 describe('readFirmwareArchive and file system errors', () => {
   it('passes them through unchanged', async () => {
-    const err = await failure(join(dir, 'missing.fw'));
+    const err = await failure(files.path('missing.fw'));
     expect(err).not.toBeInstanceOf(FirmwareFormatError);
     expect(err).toMatchObject({ code: 'ENOENT' });
-    expect(await failure(dir)).toMatchObject({ code: 'EISDIR' });
+    expect(await failure(files.dir())).toMatchObject({ code: 'EISDIR' });
   });
 });
 

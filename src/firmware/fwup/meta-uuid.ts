@@ -1,4 +1,5 @@
 import { blake2b } from '@noble/hashes/blake2';
+import { uuidFromDigest } from '../formats/firmware-uuid';
 
 /** fwup's namespace UUID 2053dffb-d51e-4310-b93b-956da89f9f34, hashed in front of meta.conf. */
 const FWUP_NAMESPACE = Buffer.from('2053dffbd51e4310b93b956da89f9f34', 'hex');
@@ -12,6 +13,5 @@ export function computeMetaUuid(metaConf: Uint8Array): string {
   const hash = blake2b.create({ dkLen: 32 }).update(FWUP_NAMESPACE).update(metaConf).digest();
   const bytes = Buffer.from(hash.subarray(0, 16));
   bytes[6] = (bytes[6] & 0x0f) | 0x50;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return uuidFromDigest(bytes);
 }
