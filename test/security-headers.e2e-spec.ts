@@ -39,6 +39,7 @@ describe('security headers, CORS and request timeouts', () => {
       const tooLong = await raw(`GET /api/users/me?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
       expect(tooLong.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
       expect(tooLong).toContain('Content-Type: application/json; charset=utf-8');
+      expect(tooLong).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
       expect(JSON.parse(tooLong.split('\r\n\r\n')[1])).toEqual({
         errors: { detail: 'the request line and headers are too large' },
       });

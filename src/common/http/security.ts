@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
@@ -112,9 +113,11 @@ export function answerClientErrors(server: Server): void {
     }
     const [status, reason, detail] = clientErrorAnswer(err.code);
     const body = JSON.stringify({ errors: { detail } });
+    // The request could not be parsed, so there is no caller's id to echo: a new one, as for any response.
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
     );
   });
 }
