@@ -10,7 +10,14 @@ import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
 import { APP_CONFIG, type AppConfig } from '../config/config';
-import { joinedProduct, joinedProductColumns } from '../products/products.service';
+import { joinedProduct } from '../products/products.service';
+import {
+  DEVICE_ACCESS,
+  type DeviceAccessRow,
+  ORG_ACCESS,
+  ORG_AND_PRODUCT_ACCESS,
+  type OrgAccessRow,
+} from './access.queries';
 import { TokensService } from './tokens.service';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -131,21 +138,10 @@ export class AuthGuard implements CanActivate {
     const orgName = request.params.org_name;
     if (typeof orgName !== 'string') throw DomainError.notFound();
     const productName = request.params.product_name;
-    const rows: ({ org_id: string; org_name: string; role: Role } & Record<string, unknown>)[] =
+    const rows: (OrgAccessRow & Record<string, unknown>)[] =
       typeof productName === 'string'
-        ? await this.db.query(
-            `SELECT o.id AS org_id, o.name AS org_name, m.role, ${joinedProductColumns('p')}
-               FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
-               LEFT JOIN products p ON p.org_id = o.id AND p.name = $3
-              WHERE o.name = $1`,
-            [orgName, request.actor!.userId, productName],
-          )
-        : await this.db.query(
-            `SELECT o.id AS org_id, o.name AS org_name, m.role
-               FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
-              WHERE o.name = $1`,
-            [orgName, request.actor!.userId],
-          );
+        ? await this.db.query(ORG_AND_PRODUCT_ACCESS, [orgName, request.actor!.userId, productName])
+        : await this.db.query(ORG_ACCESS, [orgName, request.actor!.userId]);
     return this.checked(rows[0], role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
@@ -158,15 +154,7 @@ export class AuthGuard implements CanActivate {
   private async deviceAccess(request: AuthenticatedRequest, role: Role): Promise<DeviceAccess> {
     const identifier = request.params.identifier;
     if (typeof identifier !== 'string') throw DomainError.notFound();
-    const rows: { device_id: string; product_id: string; org_id: string; org_name: string; role: Role }[] =
-      await this.db.query(
-        `SELECT d.id AS device_id, d.product_id, o.id AS org_id, o.name AS org_name, m.role
-           FROM devices d
-           JOIN orgs o ON o.id = d.org_id
-           JOIN org_memberships m ON m.org_id = d.org_id AND m.user_id = $2
-          WHERE d.identifier = $1`,
-        [identifier, request.actor!.userId],
-      );
+    const rows: DeviceAccessRow[] = await this.db.query(DEVICE_ACCESS, [identifier, request.actor!.userId]);
     return this.checked(rows[0], role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
+import { TOKEN_BY_HASH, type TokenRow } from './access.queries';
 import { AccessToken, type TokenScope } from './access-token.entity';
 import { generateUserToken, hashToken, hasValidChecksum, tokenFromAuthorization } from './token-codec';
 
@@ -20,17 +21,6 @@ export interface NewToken {
   note?: string | null;
   scope?: TokenScope;
   expiresAt?: Date | null;
-}
-
-interface TokenRow {
-  token_id: string;
-  scope: TokenScope;
-  expires_at: Date | null;
-  last_used_at: Date | null;
-  user_id: string;
-  email: string;
-  username: string;
-  name: string;
 }
 
 /**
@@ -72,13 +62,7 @@ export class TokensService {
     }
     if (!hasValidChecksum(token)) throw DomainError.unauthenticated();
 
-    const rows: TokenRow[] = await this.db.query(
-      `SELECT t.id AS token_id, t.scope, t.expires_at, t.last_used_at,
-              u.id AS user_id, u.email, u.username, u.name
-         FROM access_tokens t JOIN users u ON u.id = t.user_id
-        WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-      [hash],
-    );
+    const rows: TokenRow[] = await this.db.query(TOKEN_BY_HASH, [hash]);
     const row = rows[0];
     if (!row) {
       this.cache.delete(key);

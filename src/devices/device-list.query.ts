@@ -1,7 +1,8 @@
 import { DomainError } from '../common/errors/domain-error';
 import { escapeLike } from '../common/values';
-import { type PageRequest, parsePageRequest, type RawQuery } from '../common/http/pagination';
+import { type PageRequest, parsePageRequest, type RawQuery } from '../common/http/page-request';
 import { CONNECTION_STATUSES } from './device.entity';
+import { DEVICE_COLUMNS, DEVICE_FROM } from './device-view';
 
 export const DEVICE_SORTS = [
   'identifier',
@@ -185,4 +186,17 @@ export function deviceCountSql(productId: string, q: DeviceListQuery, where: str
     };
   }
   return { sql: `SELECT count(*)::int AS count FROM devices d WHERE ${where}`, params };
+}
+
+/**
+ * The page of the list: the page's ids first (an index-only scan of the sort index, which includes id), then only
+ * those rows, as DeviceRow. Its parameters: `params` of deviceListSql, then the page size and the offset.
+ */
+export function devicePageSql(where: string, orderBy: string, params: readonly unknown[]): string {
+  const limit = `$${params.length + 1}`;
+  const offset = `$${params.length + 2}`;
+  return `SELECT ${DEVICE_COLUMNS}
+            FROM (SELECT d.id FROM devices d WHERE ${where} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}) page
+            JOIN ${DEVICE_FROM} ON d.id = page.id
+           ORDER BY ${orderBy}`;
 }

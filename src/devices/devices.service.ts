@@ -11,7 +11,7 @@ import { normaliseTags } from '../common/values';
 import { ProductsService } from '../products/products.service';
 import type { Product } from '../products/product.entity';
 import { DeviceConsole, UpdateNotifier } from './device-console';
-import { deviceCountSql, deviceListSql, parseDeviceListQuery } from './device-list.query';
+import { deviceCountSql, deviceListSql, devicePageSql, parseDeviceListQuery } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow, deviceView } from './device-view';
 import { Device } from './device.entity';
 import type {
@@ -75,17 +75,12 @@ export class DevicesService {
     const product = await this.products.findInOrg(access, productName);
     const { where, orderBy, params } = deviceListSql(product.id, listQuery);
     const countQuery = deviceCountSql(product.id, listQuery, where, params);
-    const limit = `$${params.length + 1}`;
-    const offset = `$${params.length + 2}`;
     const [rows, [{ count }]] = await Promise.all([
-      this.db.query<DeviceRow[]>(
-        // The page's ids first (an index-only scan of the sort index, which includes id), then only those rows.
-        `SELECT ${DEVICE_COLUMNS}
-           FROM (SELECT d.id FROM devices d WHERE ${where} ORDER BY ${orderBy} LIMIT ${limit} OFFSET ${offset}) page
-           JOIN ${DEVICE_FROM} ON d.id = page.id
-          ORDER BY ${orderBy}`,
-        [...params, listQuery.page.pageSize, listQuery.page.offset],
-      ),
+      this.db.query<DeviceRow[]>(devicePageSql(where, orderBy, params), [
+        ...params,
+        listQuery.page.pageSize,
+        listQuery.page.offset,
+      ]),
       this.db.query<{ count: number }[]>(countQuery.sql, countQuery.params),
     ]);
     return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, count) };

@@ -59,6 +59,8 @@ export class SimulatedDevice {
   private updating = false;
   private stopped = false;
   private pendingJoins = new Map<string, string>();
+  /** Sees every frame the device receives, before the device acts on it (load tests time `update` frames). */
+  onReceive: ((topic: string, event: string) => void) | null = null;
 
   constructor(
     readonly identifier: string,
@@ -119,6 +121,7 @@ export class SimulatedDevice {
       } catch {
         return;
       }
+      this.onReceive?.(frame[2], frame[3]);
       this.onFrame(frame).catch((err: unknown) => this.options.log(`${this.identifier}: ${String(err)}`));
     });
     ws.on('error', (err) => {

@@ -10,8 +10,7 @@ import {
   isUniqueViolation,
 } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { type PageRequest, type PaginationView, paginationView } from '../common/http/pagination';
-import { escapeLike, isoOrNull } from '../common/values';
+import { type PaginationView, paginationView } from '../common/http/pagination';
 import { isPlainObject } from '../common/validation/validation.pipe';
 import { normaliseEmail } from '../users/users.errors';
 import type { CreateIrohEndpointDto } from './dto/create-iroh-endpoint.dto';
@@ -21,7 +20,7 @@ import type {
   ReportedIdentity,
   ReportingDevice,
 } from './dto/device-identity';
-import type { IrohEndpointView, IrohOwnerType } from './dto/iroh-endpoint.view';
+import type { IrohEndpointView } from './dto/iroh-endpoint.view';
 import {
   checkDetails,
   checkInstance,
@@ -29,8 +28,8 @@ import {
   IROH_SERVICE,
   normaliseEndpointId,
 } from './dto/iroh-fields';
-import type { IrohListQuery } from './dto/list-iroh-endpoints.query';
-import type { IrohSource } from './iroh-endpoint.entity';
+import { type EndpointRow, endpointView, OWNER_JOINS, RECORD_COLUMNS } from './endpoint-view';
+import { type IrohListQuery, irohListStatements } from './iroh-list.query';
 
 export const ALREADY_REGISTERED = 'That endpoint id is already registered.';
 export const NOT_A_MEMBER = 'does not belong to a member of this organization';
@@ -39,39 +38,6 @@ export const NOT_A_MEMBER = 'does not belong to a member of this organization';
 export const MAX_REPORTED_IDENTITIES = 10;
 /** A report that loses a race (unique violation, deadlock) is re-read and decided again, at most this often. */
 const REPORT_ATTEMPTS = 3;
-
-/** One endpoint with what holds it, as the record queries select it. */
-interface EndpointRow {
-  identifier: string;
-  service: string;
-  instance: string;
-  details: Record<string, unknown>;
-  source: IrohSource;
-  device_id: string | null;
-  user_id: string | null;
-  device_identifier: string | null;
-  user_email: string | null;
-  user_name: string | null;
-  last_reported_at: Date | null;
-  inserted_at: Date;
-  updated_at: Date;
-}
-
-/** The columns of EndpointRow, for `FROM iroh_endpoints e LEFT JOIN devices d ... LEFT JOIN users u ...`. */
-const RECORD_COLUMNS = `e.identifier, e.service, e.instance, e.details, e.source, e.device_id, e.user_id,
-  d.identifier AS device_identifier, u.email AS user_email, u.name AS user_name,
-  e.last_reported_at, e.inserted_at, e.updated_at`;
-
-const OWNER_JOINS = `LEFT JOIN devices d ON d.id = e.device_id LEFT JOIN users u ON u.id = e.user_id`;
-
-/** Newest first; ties by identifier, so that pages never overlap (served by the (org_id, inserted_at, identifier) index). */
-const NEWEST_FIRST = `ORDER BY e.inserted_at DESC, e.identifier DESC`;
-
-const OWNER_CONDITIONS: Record<IrohOwnerType, string> = {
-  device: 'e.device_id IS NOT NULL',
-  user: 'e.device_id IS NULL AND e.user_id IS NOT NULL',
-  none: 'e.device_id IS NULL AND e.user_id IS NULL',
-};
 
 /** The row currently holding a key, locked while a report is decided. */
 interface HolderRow {
@@ -88,31 +54,6 @@ interface CheckedIdentity {
   identifier: string;
   instance: string;
   details: Record<string, unknown>;
-}
-
-function ownerType(row: Pick<EndpointRow, 'device_id' | 'user_id'>): IrohOwnerType {
-  if (row.device_id !== null) return 'device';
-  return row.user_id !== null ? 'user' : 'none';
-}
-
-function toView(row: EndpointRow): IrohEndpointView {
-  const type = ownerType(row);
-  return {
-    identifier: row.identifier,
-    service: row.service,
-    instance: row.instance,
-    details: row.details,
-    source: row.source,
-    owner: {
-      type,
-      device_identifier: type === 'device' ? row.device_identifier : null,
-      user_email: type === 'user' ? row.user_email : null,
-      user_name: type === 'user' ? row.user_name : null,
-    },
-    last_reported_at: isoOrNull(row.last_reported_at),
-    inserted_at: row.inserted_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
 }
 
 /** A transaction that lost a race and may be decided again: unique violation, deadlock, serialization failure. */
@@ -174,7 +115,7 @@ export class IrohService {
       throw err;
     }
     return new Created(`/api/orgs/${pathSegment(access.orgName)}/iroh_endpoints/${identifier}`, {
-      data: toView(rows[0]),
+      data: endpointView(rows[0]),
     });
   }
 
@@ -183,53 +124,26 @@ export class IrohService {
     access: OrgAccess,
     query: IrohListQuery,
   ): Promise<{ data: IrohEndpointView[]; pagination?: PaginationView }> {
-    const params: unknown[] = [access.orgId, IROH_SERVICE];
-    const conditions = ['e.org_id = $1', 'e.service = $2'];
-    if (query.owner) conditions.push(OWNER_CONDITIONS[query.owner]);
-    if (query.search !== null) conditions.push(this.searchCondition(query.search, query.owner, params));
-    const where = conditions.join(' AND ');
-
-    if (!query.page) {
-      const rows: EndpointRow[] = await this.db.query(
-        `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${NEWEST_FIRST}`,
-        params,
-      );
-      return { data: rows.map(toView) };
+    const statements = irohListStatements(access.orgId, query);
+    switch (statements.kind) {
+      case 'all': {
+        const rows: EndpointRow[] = await this.db.query(statements.all.sql, statements.all.params);
+        return { data: rows.map(endpointView) };
+      }
+      case 'searchPage': {
+        const { sql, params } = statements.searchPage;
+        const rows: (EndpointRow & { total: number })[] = await this.db.query(sql, params);
+        const hits = rows.filter((row) => row.identifier !== null);
+        return { data: hits.map(endpointView), pagination: paginationView(statements.page, rows[0].total) };
+      }
+      case 'page': {
+        const [rows, [{ total }]] = await Promise.all([
+          this.db.query<EndpointRow[]>(statements.rows.sql, statements.rows.params),
+          this.db.query<{ total: number }[]>(statements.count.sql, statements.count.params),
+        ]);
+        return { data: rows.map(endpointView), pagination: paginationView(statements.page, total) };
+      }
     }
-    if (query.search !== null) return this.searchPage(where, params, query.page);
-    const [rows, total] = await Promise.all([
-      this.db.query<EndpointRow[]>(
-        `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS} WHERE ${where} ${NEWEST_FIRST}
-          LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-        [...params, query.page.pageSize, query.page.offset],
-      ),
-      this.countAll(access.orgId, query.owner),
-    ]);
-    return { data: rows.map(toView), pagination: paginationView(query.page, total) };
-  }
-
-  /**
-   * A page of search hits and their total in one statement: the hits (few, found through the search
-   * indexes) are evaluated once, the page is cut from them by sort key, and only the page's rows are joined to
-   * their holders. The total row is always present, so a page past the end still reports the total.
-   */
-  private async searchPage(
-    where: string,
-    params: unknown[],
-    page: PageRequest,
-  ): Promise<{ data: IrohEndpointView[]; pagination: PaginationView }> {
-    const rows: (EndpointRow & { total: number })[] = await this.db.query(
-      `WITH hits AS MATERIALIZED (SELECT e.id, e.inserted_at, e.identifier FROM iroh_endpoints e WHERE ${where}),
-            page AS (SELECT id FROM hits ORDER BY inserted_at DESC, identifier DESC
-                      LIMIT $${params.length + 1} OFFSET $${params.length + 2})
-       SELECT ${RECORD_COLUMNS}, total.total
-         FROM (SELECT count(*)::int AS total FROM hits) total
-         LEFT JOIN (page JOIN iroh_endpoints e ON e.id = page.id ${OWNER_JOINS}) ON true
-        ${NEWEST_FIRST}`,
-      [...params, page.pageSize, page.offset],
-    );
-    const hits = rows.filter((row) => row.identifier !== null);
-    return { data: hits.map(toView), pagination: paginationView(page, rows[0].total) };
   }
 
   async show(access: OrgAccess, rawIdentifier: string): Promise<{ data: IrohEndpointView }> {
@@ -241,7 +155,7 @@ export class IrohService {
       [access.orgId, IROH_SERVICE, identifier],
     );
     if (!rows[0]) throw DomainError.notFound();
-    return { data: toView(rows[0]) };
+    return { data: endpointView(rows[0]) };
   }
 
   /** Removes the endpoint. A device-reported one comes back the next time the device reports it. */
@@ -304,56 +218,6 @@ export class IrohService {
     );
     if (!rows[0]) throw DomainError.invalidField('user_email', NOT_A_MEMBER);
     return rows[0].user_id;
-  }
-
-  /**
-   * `e.id IN (...)`: the union of three index-backed lookups, each restricted to the organization: a prefix
-   * of the endpoint id (the "C"-collated unique b-tree), a substring of the holding device's identifier and of
-   * the holding member's name (pg_trgm GIN indexes). Lookups that cannot match under `owner` are left out.
-   */
-  private searchCondition(term: string, owner: IrohOwnerType | null, params: unknown[]): string {
-    const branches: string[] = [];
-    const prefix = term.toLowerCase();
-    // Endpoint ids are lower-case hex: another term cannot be the start of one.
-    if (/^[0-9a-f]+$/.test(prefix)) {
-      // The range [prefix, prefix with its last character raised by one) is exactly "starts with prefix" under
-      // the column's "C" collation, and stays an index range in a generic plan (a LIKE parameter does not).
-      params.push(
-        prefix,
-        `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}`,
-      );
-      branches.push(
-        `SELECT e.id FROM iroh_endpoints e
-          WHERE e.org_id = $1 AND e.identifier >= $${params.length - 1} AND e.identifier < $${params.length}`,
-      );
-    }
-    // Only endpoints held by a device or a member have a holder's identifier or name to match.
-    if (owner === 'none') return branches.length === 0 ? 'false' : `e.id IN (${branches[0]})`;
-    params.push(`%${escapeLike(term)}%`);
-    const substring = `$${params.length}`;
-    if (owner === null || owner === 'device') {
-      branches.push(
-        `SELECT e.id FROM devices d JOIN iroh_endpoints e ON e.device_id = d.id
-          WHERE d.org_id = $1 AND e.org_id = $1 AND d.identifier ILIKE ${substring}`,
-      );
-    }
-    if (owner === null || owner === 'user') {
-      branches.push(
-        `SELECT e.id FROM users u JOIN iroh_endpoints e ON e.user_id = u.id
-          WHERE e.org_id = $1 AND e.device_id IS NULL AND u.name ILIKE ${substring}`,
-      );
-    }
-    return `e.id IN (${branches.join(' UNION ')})`;
-  }
-
-  /** The org's endpoints (of one kind of holder), from the counter rows the `iroh_endpoints` triggers keep exact. */
-  private async countAll(orgId: string, owner: IrohOwnerType | null): Promise<number> {
-    const [{ total }]: { total: number }[] = await this.db.query(
-      `SELECT COALESCE(sum(total), 0)::int AS total FROM org_iroh_endpoint_counts
-        WHERE org_id = $1 AND service = $2 AND ($3::varchar IS NULL OR owner_type = $3)`,
-      [orgId, IROH_SERVICE, owner],
-    );
-    return total;
   }
 
   /** A report entry with a valid endpoint id, instance and details, or the reason it is skipped. */

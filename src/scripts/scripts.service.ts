@@ -14,39 +14,8 @@ import {
 import { normaliseTags, parseBigId } from '../common/values';
 import { ProductsService } from '../products/products.service';
 import type { CreateScriptDto, ScriptView, UpdateScriptDto } from './dto/script.dto';
+import { SCRIPT_IN_PRODUCT, SELECT_SCRIPT, type ScriptRow, scriptView } from './script-view';
 import { SupportScript } from './support-script.entity';
-
-interface ScriptRow {
-  id: string;
-  name: string;
-  tags: string;
-  text: string;
-  inserted_at: Date;
-  updated_at: Date;
-  author_id: string | null;
-  author_name: string | null;
-  author_email: string | null;
-}
-
-const SELECT_SCRIPT = `
-  SELECT s.id, s.name, s.tags, s.text, s.inserted_at, s.updated_at,
-         u.id AS author_id, u.name AS author_name, u.email AS author_email
-    FROM support_scripts s LEFT JOIN users u ON u.id = s.created_by_id`;
-
-function scriptView(row: ScriptRow): ScriptView {
-  return {
-    id: String(row.id),
-    name: row.name,
-    tags: row.tags,
-    text: row.text,
-    created_by:
-      row.author_id === null
-        ? null
-        : { id: String(row.author_id), name: row.author_name!, email: row.author_email! },
-    inserted_at: row.inserted_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
 
 @Injectable()
 export class ScriptsService {
@@ -167,10 +136,7 @@ export class ScriptsService {
   }
 
   private async load(productId: string, id: string): Promise<ScriptView | null> {
-    const rows: ScriptRow[] = await this.db.query(`${SELECT_SCRIPT} WHERE s.product_id = $1 AND s.id = $2`, [
-      productId,
-      id,
-    ]);
+    const rows: ScriptRow[] = await this.db.query(SCRIPT_IN_PRODUCT, [productId, id]);
     return rows[0] ? scriptView(rows[0]) : null;
   }
 }

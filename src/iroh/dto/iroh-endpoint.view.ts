@@ -1,8 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { IROH_OWNER_TYPES, type IrohOwnerType } from '../endpoint-view';
 import { IROH_SOURCES, type IrohSource } from '../iroh-endpoint.entity';
 
-export const IROH_OWNER_TYPES = ['device', 'user', 'none'] as const;
-export type IrohOwnerType = (typeof IROH_OWNER_TYPES)[number];
+export { IROH_OWNER_TYPES, type IrohOwnerType } from '../endpoint-view';
 
 /** What holds an endpoint. All four keys are always present, null where they do not apply. */
 export class IrohOwnerView {

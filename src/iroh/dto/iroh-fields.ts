@@ -4,7 +4,7 @@ import { isUnstorableText, someString } from '../../common/values';
 
 /** Field rules shared by operator registration (HTTP) and device reports (contract §7). */
 
-export const IROH_SERVICE = 'iroh';
+export { IROH_SERVICE } from '../endpoint-view';
 export const DEFAULT_INSTANCE = 'default';
 export const INSTANCE_MAX_LENGTH = 64;
 export const DETAILS_MAX_BYTES = 4096;

@@ -1,22 +1,20 @@
-/* eslint-disable -- plain Node.js (CommonJS) harness, outside the TypeScript build; the repository's type-aware rules target the TypeScript sources. */
-'use strict';
 /**
  * A signed fwup-format .fw for the upload scenario, in the layout test/support/fw-builder.ts writes:
  * `meta.conf.ed25519` (stored) first, `meta.conf` (deflated), then `data/rootfs.img` (stored; pseudo-random,
  * streamed, never whole in memory). The resource's BLAKE2b in meta.conf is a placeholder (the server does not
  * recompute it; fw-builder's `hashResources: false`).
  */
-const { createHash, sign } = require('node:crypto');
-const { createWriteStream } = require('node:fs');
-const { stat } = require('node:fs/promises');
-const { Readable } = require('node:stream');
-const { pipeline } = require('node:stream/promises');
-const { ZipFile } = require('yazl');
+import { createHash, type KeyObject, sign } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ZipFile } from 'yazl';
 
 const CHUNK = 1024 * 1024;
 const FWUP_EPOCH = new Date(Date.UTC(1980, 0, 1));
 
-function* chunks(size) {
+function* chunks(size: number): Generator<Buffer> {
   const base = Buffer.alloc(CHUNK);
   let seed = createHash('sha256').update('rootfs.img').digest();
   for (let i = 0; i < CHUNK; i += seed.length) {
@@ -32,7 +30,19 @@ function* chunks(size) {
   }
 }
 
-async function buildSignedFw(path, { product, version, size, privateKey }) {
+export interface FwSpec {
+  product: string;
+  version: string;
+  /** Bytes of the stored resource. */
+  size: number;
+  privateKey: KeyObject;
+}
+
+/** Writes the archive to `path`; its size in bytes. */
+export async function buildSignedFw(
+  path: string,
+  { product, version, size, privateKey }: FwSpec,
+): Promise<{ path: string; size: number }> {
   const metaConf = Buffer.from(
     `meta-product=${product}\nmeta-description="Bench firmware"\nmeta-version=${version}\n` +
       `meta-author="Bench"\nmeta-platform=rpi4\nmeta-architecture=aarch64\n` +
@@ -54,5 +64,3 @@ async function buildSignedFw(path, { product, version, size, privateKey }) {
   await pipeline(zip.outputStream, createWriteStream(path));
   return { path, size: (await stat(path)).size };
 }
-
-module.exports = { buildSignedFw };

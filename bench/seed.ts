@@ -1,22 +1,22 @@
-/* eslint-disable -- plain Node.js (CommonJS) harness, outside the TypeScript build; the repository's type-aware rules target the TypeScript sources. */
-'use strict';
 /**
  * Bench database: start (embedded PostgreSQL in .bench-data/ or BENCH_DATABASE_URL), migrate, seed with
  * generate_series (no API calls). A `bench_seed` row records what was seeded; a matching marker means the
  * data is reused as is.
  */
-const { createHash, createPrivateKey, createPublicKey } = require('node:crypto');
-const { join } = require('node:path');
-const { distDir } = require('./build');
-const { Client } = require('pg');
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { generateUserToken, hashToken } from '../src/auth/token-codec';
+import { EmbeddedPostgres } from '../src/database/embedded-postgres';
+import { runMigrations } from '../src/database/migrate';
+import { BENCH_DATA } from './paths';
 
-const ROOT = join(__dirname, '..');
-/** The build the harness runs: its own copy (see bench/build.js), or BENCH_DIST. */
-const DIST = distDir();
+export type Log = (message: string) => void;
+
 const SEED_VERSION = 3;
 
-const ORG = 'bench-org';
-const PRODUCT = 'bench-product';
+export const ORG = 'bench-org';
+export const PRODUCT = 'bench-product';
 const MEMBERS = 2000;
 const FIRST_NAMES = [
   'Ada',
@@ -115,8 +115,27 @@ const LAST_NAMES = [
 /** The member-name search term: exactly one member carries this full name. */
 const MEMBER_SEARCH = 'Ada Lovelace';
 
+/** What the seed made, as the scenarios need it (stored in the marker row; ids as strings). */
+export interface SeedInfo {
+  n: number;
+  /** The bench user's personal access token (admin of ORG). */
+  token: string;
+  org: string;
+  product: string;
+  orgId: string;
+  productId: string;
+  userId: string;
+  /** Ids of the product's support scripts. */
+  scripts: string[];
+  irohPrefix: string;
+  memberSearch: string;
+  tag: string;
+  seededAt: string;
+  seedSeconds: number;
+}
+
 /** fwup key pair from a fixed seed (as test/support/fw-builder.ts fwupKeyPairFromSeed). */
-function benchSigningKey() {
+export function benchSigningKey(): { privateKey: KeyObject; publicKey: string } {
   const raw = createHash('sha256').update('fleethub-bench-signing-key').digest();
   const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), raw]);
   const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
@@ -124,14 +143,19 @@ function benchSigningKey() {
   return { privateKey, publicKey: spki.subarray(spki.length - 32).toString('base64') };
 }
 
-/** Starts the database; returns { url, stop }. */
-async function startDatabase(mode, log) {
+export interface Database {
+  url: string;
+  stop(): Promise<void>;
+  embedded: boolean;
+}
+
+/** Starts the database (one per mode in the embedded cluster). */
+export async function startDatabase(mode: string, log: Log): Promise<Database> {
   if (process.env.BENCH_DATABASE_URL) {
     return { url: process.env.BENCH_DATABASE_URL, stop: async () => {}, embedded: false };
   }
-  const { EmbeddedPostgres } = require(join(DIST, 'src/database/embedded-postgres.js'));
   const pg = new EmbeddedPostgres({
-    dataDir: join(ROOT, '.bench-data', 'postgres'),
+    dataDir: join(BENCH_DATA, 'postgres'),
     database: `fleethub_bench_${mode}`,
     settings: {
       shared_buffers: "'1GB'",
@@ -145,14 +169,17 @@ async function startDatabase(mode, log) {
   return { url, stop: () => pg.stop(), embedded: true };
 }
 
-async function migrate(url) {
-  const { runMigrations } = require(join(DIST, 'src/database/migrate.js'));
+/** The server's own migrations; the names of those applied now. */
+export function migrate(url: string): Promise<string[]> {
   return runMigrations(url);
 }
 
 /** Non-constraint indexes of a table: dropped before a bulk load, rebuilt after (much faster on 2 cores). */
-async function secondaryIndexes(db, table) {
-  const { rows } = await db.query(
+async function secondaryIndexes(
+  db: Client,
+  table: string,
+): Promise<{ indexname: string; indexdef: string }[]> {
+  const { rows } = await db.query<{ indexname: string; indexdef: string }>(
     `SELECT i.indexname, i.indexdef FROM pg_indexes i
       WHERE i.schemaname = 'public' AND i.tablename = $1
         AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.indexname))::regclass)`,
@@ -161,7 +188,12 @@ async function secondaryIndexes(db, table) {
   return rows;
 }
 
-async function withIndexesDropped(db, table, log, load) {
+async function withIndexesDropped(
+  db: Client,
+  table: string,
+  log: Log,
+  load: () => Promise<void>,
+): Promise<void> {
   const indexes = await secondaryIndexes(db, table);
   for (const ix of indexes) await db.query(`DROP INDEX "${ix.indexname}"`);
   const t0 = Date.now();
@@ -174,16 +206,15 @@ async function withIndexesDropped(db, table, log, load) {
   log(`  ${table}: indexes rebuilt in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
 }
 
-/**
- * Seeds (or reuses) the database for `n` devices and `n` iroh endpoints. Returns what the scenarios need.
- */
-async function seed(url, n, log) {
+export async function seed(url: string, n: number, log: Log): Promise<SeedInfo> {
   const db = new Client({ connectionString: url });
   await db.connect();
   try {
     const marker = `v${SEED_VERSION}:n=${n}`;
     await db.query(`CREATE TABLE IF NOT EXISTS bench_seed (marker text PRIMARY KEY, info jsonb NOT NULL)`);
-    const found = await db.query(`SELECT info FROM bench_seed WHERE marker = $1`, [marker]);
+    const found = await db.query<{ info: SeedInfo }>(`SELECT info FROM bench_seed WHERE marker = $1`, [
+      marker,
+    ]);
     if (found.rows[0]) {
       log(`seed: reusing (${marker})`);
       return found.rows[0].info;
@@ -197,9 +228,8 @@ async function seed(url, n, log) {
     await db.query(`TRUNCATE bench_seed, users, orgs, gateway_instances, rate_limit_buckets CASCADE`);
     await db.query(`TRUNCATE product_device_counts, product_tag_counts`);
 
-    const { generateUserToken, hashToken } = require(join(DIST, 'src/auth/token-codec.js'));
     const token = generateUserToken();
-    const bench = await db.query(
+    const bench = await db.query<{ id: string }>(
       `INSERT INTO users (email, username, name) VALUES ('bench@bench.example', 'bench', 'Bench User') RETURNING id`,
     );
     const userId = bench.rows[0].id;
@@ -207,16 +237,16 @@ async function seed(url, n, log) {
       `INSERT INTO access_tokens (user_id, token_hash, note, scope) VALUES ($1, $2, 'bench', 'all')`,
       [userId, hashToken(token)],
     );
-    const org = await db.query(`INSERT INTO orgs (name) VALUES ($1) RETURNING id`, [ORG]);
+    const org = await db.query<{ id: string }>(`INSERT INTO orgs (name) VALUES ($1) RETURNING id`, [ORG]);
     const orgId = org.rows[0].id;
     await db.query(`INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, 'admin')`, [
       orgId,
       userId,
     ]);
-    const product = await db.query(`INSERT INTO products (org_id, name) VALUES ($1, $2) RETURNING id`, [
-      orgId,
-      PRODUCT,
-    ]);
+    const product = await db.query<{ id: string }>(
+      `INSERT INTO products (org_id, name) VALUES ($1, $2) RETURNING id`,
+      [orgId, PRODUCT],
+    );
     const productId = product.rows[0].id;
     await db.query(`INSERT INTO signing_keys (org_id, name, key) VALUES ($1, 'bench', $2)`, [
       orgId,
@@ -290,10 +320,10 @@ async function seed(url, n, log) {
       );
     });
 
-    const scripts = [];
+    const scripts: string[] = [];
     for (let i = 1; i <= 5; i++) {
       const text = `# support script ${i}\n` + 'IO.inspect(Nerves.Runtime.KV.get_all())\n'.repeat(40);
-      const r = await db.query(
+      const r = await db.query<{ id: string }>(
         `INSERT INTO support_scripts (product_id, name, tags, text, created_by_id) VALUES ($1, $2, 'diag,net', $3, $4)
          RETURNING id`,
         [productId, `diagnostics-${i}`, text, userId],
@@ -309,12 +339,12 @@ async function seed(url, n, log) {
 
     // A hex prefix of an existing endpoint that contains a letter (so the device-identifier branch, which only
     // has digits in its hex range, cannot match): a realistic "paste the start of the key" search.
-    const prefixRow = await db.query(
+    const prefixRow = await db.query<{ p: string }>(
       `SELECT substr(identifier, 1, 5) AS p FROM iroh_endpoints WHERE substr(identifier, 1, 5) ~ '[a-f]' ORDER BY id
         LIMIT 1 OFFSET $1`,
       [Math.floor(n / 2)],
     );
-    const info = {
+    const info: SeedInfo = {
       n,
       token,
       org: ORG,
@@ -336,5 +366,3 @@ async function seed(url, n, log) {
     await db.end();
   }
 }
-
-module.exports = { startDatabase, migrate, seed, benchSigningKey, ORG, PRODUCT };

@@ -1,10 +1,8 @@
-/* eslint-disable -- plain Node.js (CommonJS) harness, outside the TypeScript build; the repository's type-aware rules target the TypeScript sources. */
-'use strict';
 /**
- * Device-socket scenarios, driven by the gateway's own simulator (src/gateway/simulator.ts, from the build). The
- * simulated devices live in child processes of this file (`node bench/sockets.js --sockets-worker`, at most
- * PER_WORKER sockets each, file-descriptor soft limit raised to the hard limit), so that one server process can be
- * given as many sockets as the machine allows:
+ * Device-socket scenarios, driven by the gateway's own simulator (src/gateway/simulator.ts). The simulated devices
+ * live in child processes of this file (`node <build>/bench/sockets.js --sockets-worker`, at most PER_WORKER
+ * sockets each, file-descriptor soft limit raised to the hard limit), so that one server process can be given as
+ * many sockets as the machine allows:
  *  1. connect: N devices (registered beforehand in one INSERT) connect at once with the NH1 product shared secret
  *     and join;
  *     time until all have joined; server RSS and V8 heap per connection = (after all joined and settled − before) / N.
@@ -18,11 +16,17 @@
  *     request; the device is connected to instance A, B reaches it through the PgDeviceBus (LISTEN/NOTIFY).
  * The devices live in their own product (`bench-sockets`), so the 1M-device product's counts are untouched.
  */
-const { spawn } = require('node:child_process');
-const { join } = require('node:path');
-const { randomBytes } = require('node:crypto');
-const { readFileSync } = require('node:fs');
-const { rm } = require('node:fs/promises');
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, type KeyObject } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Client } from 'pg';
+import { SimulatedDevice, type SimulatorOptions } from '../src/gateway/simulator';
+import type { buildSignedFw } from './fw';
+import { sleep } from './paths';
+import { procStat, request, type Started, stopProcess } from './processes';
+import type { Log, SeedInfo } from './seed';
 
 /** Descriptors the server keeps for everything but device sockets (listener, pool, bus, files, stdio...). */
 const FD_RESERVE = 500;
@@ -31,9 +35,7 @@ const PER_WORKER = 5000;
 const GOAL_DEVICES = 20_000;
 const GOAL_STORM = 10_000;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(predicate, timeoutMs, stepMs = 20) {
+async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20) {
   const started = Date.now();
   while (!(await predicate())) {
     if (Date.now() - started > timeoutMs) return null;
@@ -42,18 +44,19 @@ async function waitFor(predicate, timeoutMs, stepMs = 20) {
   return Date.now() - started;
 }
 
-const percentile = (values, p) => {
+function percentile(values: number[], p: number): number | null {
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-};
+}
 
-/** `Max open files` of a process: { soft, hard } (null when unreadable). */
-function fdLimits(pid) {
+/** `Max open files` of a process (null when unreadable). */
+export function fdLimits(pid: number | undefined): { soft: number; hard: number } | null {
   try {
     const line = readFileSync(`/proc/${pid}/limits`, 'utf8')
       .split('\n')
       .find((l) => l.startsWith('Max open files'));
+    if (!line) return null;
     const [soft, hard] = line
       .replace('Max open files', '')
       .trim()
@@ -65,19 +68,25 @@ function fdLimits(pid) {
   }
 }
 
-function openFds(pid) {
+function openFds(pid: number | undefined): number | null {
   try {
-    return require('node:fs').readdirSync(`/proc/${pid}/fd`).length;
+    return readdirSync(`/proc/${pid}/fd`).length;
   } catch {
     return null;
   }
 }
 
+interface ServerHeap {
+  heapUsed: number | null;
+  heapTotal: number | null;
+  external: number | null;
+}
+
 /** Heap used and external memory of a fleethub process, from its Prometheus endpoint (prom-client defaults). */
-async function serverHeap(request, url) {
+async function serverHeap(url: string): Promise<ServerHeap> {
   try {
     const res = await request(`${url}/metrics`);
-    const read = (name) => {
+    const read = (name: string) => {
       const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(res.text);
       return m ? Number(m[1]) : null;
     };
@@ -92,7 +101,7 @@ async function serverHeap(request, url) {
 }
 
 /** The kernel's count of connections dropped because a listen queue was full (all sockets of the machine). */
-function listenOverflows() {
+function listenOverflows(): number | null {
   try {
     const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
     const i = lines.findIndex((l) => l.startsWith('TcpExt:'));
@@ -104,13 +113,64 @@ function listenOverflows() {
   }
 }
 
-const mib = (b) => (b === null || b === undefined ? null : Number((b / 2 ** 20).toFixed(1)));
-const kibPer = (delta, n) => (delta === null || n === 0 ? null : Number((delta / 1024 / n).toFixed(1)));
+const mib = (b: number | null | undefined) =>
+  b === null || b === undefined ? null : Number((b / 2 ** 20).toFixed(1));
+const kibPer = (delta: number | null, n: number) =>
+  delta === null || n === 0 ? null : Number((delta / 1024 / n).toFixed(1));
+const heapDelta = (before: number | null, after: number | null, n: number) =>
+  before === null || after === null ? null : kibPer(after - before, n);
 
 // ---------------------------------------------------------------- client processes
 
+interface WorkerBase {
+  url: string;
+  key: string;
+  secret: string;
+  prefix: string;
+  width: number;
+}
+
+interface WorkerStatus {
+  connected: number;
+  opened: number;
+  attempts: number;
+  errors: number;
+  samples: string[];
+  notJoined: string[];
+}
+
+/** Commands the harness sends a client process, and what each answers. */
+interface Commands {
+  init: (args: WorkerBase) => { limit: string | undefined };
+  /** Devices `from`..`from + count - 1` (0-based) connect at once. */
+  connect: (args: { from: number; count: number }) => { started: number };
+  status: () => WorkerStatus;
+  connectedIdentifiers: (args: { limit: number }) => string[];
+  /** Reports the arrival of the device's next `update` frame. */
+  watch: (args: { identifier: string }) => boolean;
+  stop: () => Promise<boolean>;
+}
+type Command = keyof Commands;
+type CommandArgs<C extends Command> = Parameters<Commands[C]> extends [infer A] ? A : Record<string, never>;
+type CommandResult<C extends Command> = Awaited<ReturnType<Commands[C]>>;
+
+type WorkerMessage =
+  | { event: 'status'; connected: number; at: number }
+  | { event: 'frame'; identifier: string; at: number }
+  | { event?: undefined; id: number; result?: unknown; error?: string };
+
+interface Worker {
+  index: number;
+  child: ChildProcess;
+  connected: number;
+  target: number;
+  reachedAt: number | null;
+  onFrame: ((msg: { identifier: string; at: number }) => void) | null;
+  send<C extends Command>(cmd: C, args?: CommandArgs<C>): Promise<CommandResult<C>>;
+}
+
 /** One client process; `send` returns the reply to a command. */
-function startWorker(index) {
+function startWorker(index: number): Worker {
   const script = __filename.replace(/'/g, "'\\''");
   // The soft descriptor limit is raised to the hard limit before node starts (exec keeps the IPC descriptor).
   const child = spawn(
@@ -119,28 +179,27 @@ function startWorker(index) {
     { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
   );
   let stderr = '';
-  child.stderr.on('data', (c) => {
+  child.stderr?.on('data', (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-4000);
   });
-  const pending = new Map();
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   let seq = 0;
-  const worker = {
+  const worker: Worker = {
     index,
     child,
     connected: 0,
     target: 0,
     reachedAt: null,
     onFrame: null,
-    stderr: () => stderr,
-    send(cmd, args = {}) {
+    send<C extends Command>(cmd: C, args?: CommandArgs<C>) {
       const id = ++seq;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        child.send({ id, cmd, ...args });
+      return new Promise<CommandResult<C>>((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        child.send({ id, cmd, ...(args as object | undefined) });
       });
     },
   };
-  child.on('message', (msg) => {
+  child.on('message', (msg: WorkerMessage) => {
     if (msg.event === 'status') {
       worker.connected = msg.connected;
       if (worker.target > 0 && msg.connected >= worker.target && worker.reachedAt === null) {
@@ -164,7 +223,7 @@ function startWorker(index) {
   return worker;
 }
 
-function stopWorker(worker) {
+function stopWorker(worker: Worker): Promise<void> {
   return new Promise((resolve) => {
     const { child } = worker;
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -178,36 +237,31 @@ function stopWorker(worker) {
 }
 
 /** The worker side: holds SimulatedDevices, answers commands from the harness over IPC. */
-function runWorker() {
-  let Sim = null;
-  let base = null;
-  let devices = [];
-  let stats = { attempts: 0, opened: 0, errors: 0, samples: [] };
+function runWorker(): void {
+  const send = (msg: WorkerMessage) => process.send!(msg);
+  let base: WorkerBase | null = null;
+  let devices: SimulatedDevice[] = [];
+  let stats = { attempts: 0, errors: 0, samples: [] as string[] };
   let last = -1;
-  const byIdentifier = new Map();
+  const byIdentifier = new Map<string, SimulatedDevice>();
   const report = () => {
     let connected = 0;
     for (const d of devices) if (d.connected) connected++;
     if (connected !== last) {
       last = connected;
-      process.send({ event: 'status', connected, at: Date.now() });
+      send({ event: 'status', connected, at: Date.now() });
     }
   };
   setInterval(report, 25);
-  const commands = {
-    init({ dist, url, key, secret, prefix, width }) {
-      Sim = require(join(dist, 'src/gateway/simulator.js'));
-      base = { url, key, secret, prefix, width };
-      return {
-        limit: require('node:fs')
-          .readFileSync('/proc/self/limits', 'utf8')
-          .match(/Max open files\s+(\d+)/)?.[1],
-      };
+  const commands: Commands = {
+    init(args) {
+      base = args;
+      return { limit: /Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] };
     },
-    /** Devices `from`..`from + count - 1` (0-based) connect at once. */
     connect({ from, count }) {
-      stats = { attempts: 0, opened: 0, errors: 0, samples: [] };
-      const options = {
+      if (!base) throw new Error('not initialised');
+      stats = { attempts: 0, errors: 0, samples: [] };
+      const options: Required<Omit<SimulatorOptions, 'log'>> & { log: (line: string) => void } = {
         url: base.url,
         key: base.key,
         secret: base.secret,
@@ -223,7 +277,7 @@ function runWorker() {
       byIdentifier.clear();
       for (let i = from; i < from + count; i++) {
         const identifier = `${base.prefix}${String(i + 1).padStart(base.width, '0')}`;
-        const device = new Sim.SimulatedDevice(identifier, options);
+        const device = new SimulatedDevice(identifier, options);
         const connect = device.connect.bind(device);
         device.connect = () => {
           stats.attempts++;
@@ -261,18 +315,14 @@ function runWorker() {
         .slice(0, limit)
         .map((d) => d.identifier);
     },
-    /** Reports the arrival of the device's next `update` frame. */
     watch({ identifier }) {
       const device = byIdentifier.get(identifier);
       if (!device) throw new Error(`no device ${identifier}`);
-      const original = device.onFrame.bind(device);
-      let seen = false;
-      device.onFrame = (frame) => {
-        if (!seen && frame[2] === 'device' && frame[3] === 'update') {
-          seen = true;
-          process.send({ event: 'frame', identifier, at: Date.now() });
+      device.onReceive = (topic, event) => {
+        if (topic === 'device' && event === 'update') {
+          device.onReceive = null;
+          send({ event: 'frame', identifier, at: Date.now() });
         }
-        return original(frame);
       };
       return true;
     },
@@ -281,13 +331,15 @@ function runWorker() {
       return true;
     },
   };
-  process.on('message', async (msg) => {
-    try {
-      const result = await commands[msg.cmd](msg);
-      process.send({ id: msg.id, result });
-    } catch (err) {
-      process.send({ id: msg.id, error: String(err?.stack ?? err) });
-    }
+  process.on('message', (msg: { id: number; cmd: Command } & Record<string, unknown>) => {
+    const run = commands[msg.cmd] as (args: unknown) => unknown;
+    Promise.resolve()
+      .then(() => run(msg))
+      .then(
+        (result) => send({ id: msg.id, result }),
+        (err: unknown) =>
+          send({ id: msg.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+      );
   });
   process.on('disconnect', () => process.exit(0));
   process.on('SIGTERM', () => process.exit(0));
@@ -295,15 +347,82 @@ function runWorker() {
 
 // ---------------------------------------------------------------- harness side
 
-async function socketScenarios({
-  dist,
+/** One connect phase (all at once): time until all joined, attempts, failures. */
+export interface ConnectPhase {
+  all_joined_ms: number | null;
+  joined: number;
+  connection_attempts: number;
+  sockets_opened: number;
+  client_errors: number;
+  failed_attempts: number;
+  listen_queue_overflows: number | null;
+  failed_devices: number;
+  client_error_samples?: string[];
+  not_joined?: string[];
+  server_log_tail?: string[];
+}
+
+export interface ConnectMemory {
+  settle_ms: number;
+  server_rss_before_mib: number | null;
+  server_rss_connected_mib: number | null;
+  server_kib_per_device: number | null;
+  server_heap_before_mib: number | null;
+  server_heap_connected_mib: number | null;
+  server_heap_kib_per_device: number | null;
+  server_heap_total_kib_per_device: number | null;
+  server_external_kib_per_device: number | null;
+  server_open_fds_before: number | null;
+  server_open_fds_connected: number | null;
+}
+
+export interface UpgradeLatency {
+  requests: number;
+  frames_received: number;
+  frames_missing: number;
+  p50_ms: number | null;
+  p99_ms: number | null;
+  max_ms: number | null;
+}
+
+export interface SocketResults {
+  devices: number;
+  devices_requested: number;
+  goal_devices: number;
+  server_fd_limit: { soft: number; hard: number; soft_is_hard: boolean } | null;
+  fd_reserve: number;
+  capped_by_fd_limit: boolean;
+  storm_devices: number;
+  goal_storm: number;
+  upgrades: number;
+  client_processes: number;
+  client_fd_limit?: number | null;
+  connect?: ConnectPhase & ConnectMemory;
+  reconnect_storm?: ConnectPhase & { disconnect_recorded_ms: number | null };
+  upgrade_to_frame?: UpgradeLatency;
+  upgrade_to_frame_cross?: UpgradeLatency;
+}
+
+export interface SocketScenarioOptions {
+  fleethub: Started;
+  /** Starts another fleethub process on the same database (instance B). */
+  startFleethub: (name: string) => Promise<Started>;
+  info: SeedInfo;
+  log: Log;
+  devices: number;
+  storm: number;
+  upgrades: number;
+  settleMs: number;
+  buildSignedFw: typeof buildSignedFw;
+  signingKey: KeyObject;
+  benchData: string;
+  db: Client;
+}
+
+export async function socketScenarios({
   fleethub,
   startFleethub,
-  stopProcess,
   info,
-  token,
-  request,
-  procStat,
   log,
   devices: requested,
   storm: requestedStorm,
@@ -313,8 +432,8 @@ async function socketScenarios({
   signingKey,
   benchData,
   db,
-}) {
-  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+}: SocketScenarioOptions): Promise<SocketResults> {
+  const auth = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
   const org = encodeURIComponent(info.org);
   const product = 'bench-sockets';
   const base = `${fleethub.url}/api/orgs/${org}/products/${product}`;
@@ -325,7 +444,7 @@ async function socketScenarios({
   const cap = limits && Number.isFinite(limits.soft) ? Math.max(0, limits.soft - FD_RESERVE) : requested;
   const devices = Math.min(requested, cap);
   const storm = Math.min(requestedStorm, devices);
-  const out = {
+  const out: SocketResults = {
     devices,
     devices_requested: requested,
     goal_devices: GOAL_DEVICES,
@@ -372,20 +491,21 @@ async function socketScenarios({
   });
   if (res.status !== 201) throw new Error(`create product: ${res.status} ${res.text.slice(0, 200)}`);
   const productId = (
-    await db.query(`SELECT id FROM products WHERE org_id = $1 AND name = $2`, [info.orgId, product])
+    await db.query<{ id: string }>(`SELECT id FROM products WHERE org_id = $1 AND name = $2`, [
+      info.orgId,
+      product,
+    ])
   ).rows[0].id;
   res = await request(`${base}/shared_secrets`, { method: 'POST', headers: auth });
   if (res.status !== 201) throw new Error(`create shared secret: ${res.status} ${res.text.slice(0, 200)}`);
-  const { key, secret } = res.json.data;
+  const { key, secret } = (res.json as { data: { key: string; secret: string } }).data;
   const connectedInDb = async () =>
-    Number(
-      (
-        await db.query(
-          `SELECT count(*)::int AS n FROM devices WHERE product_id = $1 AND connection_status = 'connected'`,
-          [productId],
-        )
-      ).rows[0].n,
-    );
+    (
+      await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM devices WHERE product_id = $1 AND connection_status = 'connected'`,
+        [productId],
+      )
+    ).rows[0].n;
 
   const prefix = `bs${randomBytes(3).toString('hex')}-`;
   const width = Math.max(5, String(devices).length);
@@ -396,17 +516,17 @@ async function socketScenarios({
      SELECT $1, $2, $3 || lpad(g::text, $4, '0') FROM generate_series(1, $5::int) AS g`,
     [info.orgId, productId, prefix, width, devices],
   );
-  const workers = [];
-  let instanceB = null;
+  const workers: Worker[] = [];
+  let instanceB: Started | null = null;
   try {
     for (let i = 0; i < out.client_processes; i++) workers.push(startWorker(i));
     const inits = await Promise.all(
-      workers.map((w) => w.send('init', { dist, url: fleethub.url, key, secret, prefix, width })),
+      workers.map((w) => w.send('init', { url: fleethub.url, key, secret, prefix, width })),
     );
     out.client_fd_limit = Number(inits[0]?.limit ?? 0) || null;
 
-    /** Devices 0..count-1 spread over the workers; resolves with the time until all joined (null: timed out). */
-    const connectAll = async (count, timeoutMs) => {
+    /** Devices 0..count-1 spread over the workers; the time until all joined (null: timed out) and failures. */
+    const connectAll = async (count: number, timeoutMs: number): Promise<ConnectPhase> => {
       const shares = workers.map((w, i) => {
         const from = i * PER_WORKER;
         return { w, from, count: Math.max(0, Math.min(PER_WORKER, count - from)) };
@@ -425,20 +545,21 @@ async function socketScenarios({
       const took = await waitFor(() => active.every((w) => w.reachedAt !== null), timeoutMs, 50);
       const statuses = await Promise.all(active.map((w) => w.send('status')));
       const joined = statuses.reduce((a, s) => a + s.connected, 0);
-      const result = {
-        all_joined_ms: took === null ? null : Math.max(...active.map((w) => w.reachedAt)) - started,
+      const attempts = statuses.reduce((a, s) => a + s.attempts, 0);
+      const overflows1 = listenOverflows();
+      const result: ConnectPhase = {
+        all_joined_ms:
+          took === null ? null : Math.max(...active.map((w) => w.reachedAt ?? started)) - started,
         joined,
-        connection_attempts: statuses.reduce((a, s) => a + s.attempts, 0),
+        connection_attempts: attempts,
         sockets_opened: statuses.reduce((a, s) => a + s.opened, 0),
         client_errors: statuses.reduce((a, s) => a + s.errors, 0),
+        failed_attempts: attempts - count,
+        // Handshakes the kernel dropped because the server's accept queue was full (retried by the client's TCP
+        // after 1, 3, 7... s): machine-wide, so other work on the machine counts too.
+        listen_queue_overflows: overflows0 === null || overflows1 === null ? null : overflows1 - overflows0,
+        failed_devices: count - joined,
       };
-      result.failed_attempts = result.connection_attempts - count;
-      // Handshakes the kernel dropped because the server's accept queue was full (retried by the client's TCP
-      // after 1, 3, 7... s): machine-wide, so other work on the machine counts too.
-      const overflows1 = listenOverflows();
-      result.listen_queue_overflows =
-        overflows0 === null || overflows1 === null ? null : overflows1 - overflows0;
-      result.failed_devices = count - joined;
       if (result.client_errors > 0) {
         result.client_error_samples = statuses.flatMap((s) => s.samples).slice(0, 5);
         log(`  ${result.client_errors} client errors, e.g. ${result.client_error_samples.join(' | ')}`);
@@ -461,36 +582,27 @@ async function socketScenarios({
     // 1. connect N, measure memory per connection.
     await sleep(1000);
     const rss0 = procStat(pid).rss;
-    const heap0 = await serverHeap(request, fleethub.url);
+    const heap0 = await serverHeap(fleethub.url);
     const fds0 = openFds(pid);
-    out.connect = await connectAll(devices, Math.max(120_000, devices * 10));
+    const connected = await connectAll(devices, Math.max(120_000, devices * 10));
     await sleep(settleMs);
     const rss1 = procStat(pid).rss;
-    const heap1 = await serverHeap(request, fleethub.url);
+    const heap1 = await serverHeap(fleethub.url);
     const fds1 = openFds(pid);
-    Object.assign(out.connect, {
+    const c = (out.connect = {
+      ...connected,
       settle_ms: settleMs,
       server_rss_before_mib: mib(rss0),
       server_rss_connected_mib: mib(rss1),
-      server_kib_per_device: kibPer(rss1 - rss0, out.connect.joined),
+      server_kib_per_device: kibPer(rss1 - rss0, connected.joined),
       server_heap_before_mib: mib(heap0.heapUsed),
       server_heap_connected_mib: mib(heap1.heapUsed),
-      server_heap_kib_per_device:
-        heap0.heapUsed === null || heap1.heapUsed === null
-          ? null
-          : kibPer(heap1.heapUsed - heap0.heapUsed, out.connect.joined),
-      server_heap_total_kib_per_device:
-        heap0.heapTotal === null || heap1.heapTotal === null
-          ? null
-          : kibPer(heap1.heapTotal - heap0.heapTotal, out.connect.joined),
-      server_external_kib_per_device:
-        heap0.external === null || heap1.external === null
-          ? null
-          : kibPer(heap1.external - heap0.external, out.connect.joined),
+      server_heap_kib_per_device: heapDelta(heap0.heapUsed, heap1.heapUsed, connected.joined),
+      server_heap_total_kib_per_device: heapDelta(heap0.heapTotal, heap1.heapTotal, connected.joined),
+      server_external_kib_per_device: heapDelta(heap0.external, heap1.external, connected.joined),
       server_open_fds_before: fds0,
       server_open_fds_connected: fds1,
     });
-    const c = out.connect;
     log(
       `  connect ${devices}: all joined in ${c.all_joined_ms} ms (${c.joined}/${devices}, ${c.failed_attempts} failed attempts, ` +
         `${c.listen_queue_overflows} listen queue overflows); ` +
@@ -505,13 +617,15 @@ async function socketScenarios({
     }
 
     // 2. reconnect storm.
-    let t = Date.now();
+    const t = Date.now();
     await stopAll();
     const closed = await waitFor(async () => (await connectedInDb()) === 0, 120_000, 250);
-    out.reconnect_storm = { disconnect_recorded_ms: closed === null ? null : Date.now() - t };
+    const disconnectRecordedMs = closed === null ? null : Date.now() - t;
     await sleep(1000);
-    Object.assign(out.reconnect_storm, await connectAll(storm, 120_000));
-    const s = out.reconnect_storm;
+    const s = (out.reconnect_storm = {
+      disconnect_recorded_ms: disconnectRecordedMs,
+      ...(await connectAll(storm, 120_000)),
+    });
     log(
       `  reconnect storm ${storm}: all joined in ${s.all_joined_ms} ms (${s.joined}/${storm}, ${s.connection_attempts} attempts, ` +
         `${s.failed_attempts} failed, ${s.listen_queue_overflows} listen queue overflows); all ${devices} recorded disconnected in ` +
@@ -529,31 +643,36 @@ async function socketScenarios({
     res = await request(`${base}/firmwares`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${token}`,
+        authorization: `Bearer ${info.token}`,
         'content-type': 'multipart/form-data; boundary=b',
         'content-length': String(body.length),
       },
       body,
     });
     if (res.status !== 201) throw new Error(`upload firmware: ${res.status} ${res.text.slice(0, 200)}`);
-    const uuid = res.json.data.uuid;
+    const uuid = (res.json as { data: { uuid: string } }).data.uuid;
 
     // Connected devices of the storm, spread over the client processes; the two cases use different devices.
     const lists = await Promise.all(
       workers.map((w) => w.send('connectedIdentifiers', { limit: 2 * upgrades })),
     );
-    const pool = [];
-    for (let i = 0; pool.length < 2 * upgrades && lists.some((l) => i < l.length); i++) {
-      lists.forEach((l, w) => l[i] !== undefined && pool.push({ identifier: l[i], worker: workers[w] }));
+    const candidates: { identifier: string; worker: Worker }[] = [];
+    for (let i = 0; candidates.length < 2 * upgrades && lists.some((l) => i < l.length); i++) {
+      lists.forEach(
+        (l, w) => l[i] !== undefined && candidates.push({ identifier: l[i], worker: workers[w] }),
+      );
     }
-    const frames = new Map();
+    const frames = new Map<string, (at: number) => void>();
     for (const w of workers) w.onFrame = (msg) => frames.get(msg.identifier)?.(msg.at);
 
-    const latency = async (apiUrl, targets) => {
-      const latencies = [];
+    const latency = async (
+      apiUrl: string,
+      targets: { identifier: string; worker: Worker }[],
+    ): Promise<UpgradeLatency> => {
+      const latencies: number[] = [];
       let missing = 0;
       for (const { identifier, worker } of targets) {
-        let receivedAt = null;
+        let receivedAt: number | null = null;
         frames.set(identifier, (at) => {
           receivedAt = at;
         });
@@ -567,7 +686,7 @@ async function socketScenarios({
         if (r.status >= 300) throw new Error(`upgrade: ${r.status} ${r.text.slice(0, 200)}`);
         const waited = await waitFor(() => receivedAt !== null, 5_000, 1);
         frames.delete(identifier);
-        if (waited === null) missing++;
+        if (waited === null || receivedAt === null) missing++;
         else latencies.push(receivedAt - sent);
       }
       return {
@@ -579,8 +698,7 @@ async function socketScenarios({
         max_ms: latencies.length ? Math.max(...latencies) : null,
       };
     };
-    out.upgrade_to_frame = await latency(fleethub.url, pool.slice(0, upgrades));
-    let u = out.upgrade_to_frame;
+    let u = (out.upgrade_to_frame = await latency(fleethub.url, candidates.slice(0, upgrades)));
     log(
       `  upgrade→frame, same instance: ${u.frames_received}/${u.requests} frames, p50 ${u.p50_ms} ms, p99 ${u.p99_ms} ms, max ${u.max_ms} ms`,
     );
@@ -588,8 +706,7 @@ async function socketScenarios({
     instanceB = await startFleethub('fleethub-b');
     log(`  instance B: ${instanceB.url} (pid ${instanceB.child.pid})`);
     await sleep(1000);
-    out.upgrade_to_frame_cross = await latency(instanceB.url, pool.slice(upgrades, 2 * upgrades));
-    u = out.upgrade_to_frame_cross;
+    u = out.upgrade_to_frame_cross = await latency(instanceB.url, candidates.slice(upgrades, 2 * upgrades));
     log(
       `  upgrade→frame, across instances (API on B, socket on A): ${u.frames_received}/${u.requests} frames, p50 ${u.p50_ms} ms, p99 ${u.p99_ms} ms, max ${u.max_ms} ms`,
     );
@@ -604,18 +721,25 @@ async function socketScenarios({
   } finally {
     if (instanceB) await stopProcess(instanceB.child);
     await Promise.all(workers.map(stopWorker));
-    await cleanProduct().catch((err) => log(`  cleanup: ${err.message}`));
+    await cleanProduct().catch((err: Error) => log(`  cleanup: ${err.message}`));
   }
   return out;
 }
 
-/** Goals of issue #7 for device sockets, judged from the numbers (see bench.js). */
-function socketGoals(sr) {
-  if (!sr || sr.error) return [];
-  const goals = [];
+export interface Goal {
+  goal: string;
+  /** null: reported, not judged. */
+  met: boolean | null;
+  detail: string;
+}
+
+/** Goals of issue #7 for device sockets, judged from the numbers (see bench.ts). */
+export function socketGoals(sr: SocketResults | null): Goal[] {
+  if (!sr?.connect || !sr.reconnect_storm) return [];
+  const goals: Goal[] = [];
   const c = sr.connect;
   const capped = sr.capped_by_fd_limit
-    ? ` (${sr.devices_requested.toLocaleString('en')} asked; capped by the server's open-file limit ${sr.server_fd_limit.soft.toLocaleString('en')} − ${sr.fd_reserve} for its other descriptors)`
+    ? ` (${sr.devices_requested.toLocaleString('en')} asked; capped by the server's open-file limit ${sr.server_fd_limit?.soft.toLocaleString('en')} − ${sr.fd_reserve} for its other descriptors)`
     : sr.devices < GOAL_DEVICES
       ? ` (only ${sr.devices.toLocaleString('en')} measured: not the goal's scale)`
       : '';
@@ -643,12 +767,15 @@ function socketGoals(sr) {
       `${s.joined.toLocaleString('en')}/${sr.storm_devices.toLocaleString('en')} joined in ${s.all_joined_ms ?? '> 120000'} ms, ` +
       `${s.failed_attempts} failed connection attempts${sr.storm_devices < GOAL_STORM ? " (not the goal's scale)" : ''}`,
   });
-  const lat = (u, limit) => !!u && u.frames_missing === 0 && u.p99_ms !== null && u.p99_ms <= limit;
+  const lat = (u: UpgradeLatency | undefined, limit: number) =>
+    !!u && u.frames_missing === 0 && u.p99_ms !== null && u.p99_ms <= limit;
   const u = sr.upgrade_to_frame;
   goals.push({
     goal: 'upgrade → `update` frame p99 ≤ 50 ms, same instance',
     met: lat(u, 50),
-    detail: `p50 ${u.p50_ms} ms, p99 ${u.p99_ms} ms over ${u.requests} upgrades, ${u.frames_missing} missing`,
+    detail: u
+      ? `p50 ${u.p50_ms} ms, p99 ${u.p99_ms} ms over ${u.requests} upgrades, ${u.frames_missing} missing`
+      : 'not measured',
   });
   const x = sr.upgrade_to_frame_cross;
   goals.push({
@@ -662,5 +789,3 @@ function socketGoals(sr) {
 }
 
 if (require.main === module && process.argv.includes('--sockets-worker')) runWorker();
-
-module.exports = { socketScenarios, socketGoals, fdLimits };

@@ -1,0 +1,22 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/**
+ * The build this harness was compiled into (tsc's outDir: a folder of the run under node_modules/.cache, or
+ * dist/): the server the harness runs is the one compiled with it, `<BUILD_DIR>/src/main.js`.
+ */
+export const BUILD_DIR = join(__dirname, '..');
+
+/** The checkout: the first folder above the build holding a package.json. */
+function checkout(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json in or above ${from}`);
+  }
+}
+
+export const ROOT = checkout(BUILD_DIR);
+/** The embedded database, the server's data folder, scratch files and CPU profiles. */
+export const BENCH_DATA = join(ROOT, '.bench-data');
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

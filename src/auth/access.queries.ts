@@ -1,0 +1,49 @@
+import type { Role } from '../common/auth/roles';
+import { joinedProductColumns } from '../products/product-row';
+import type { TokenScope } from './access-token.entity';
+
+/** A live personal access token and its user, by the token's SHA-256 (`$1`). */
+export const TOKEN_BY_HASH = `SELECT t.id AS token_id, t.scope, t.expires_at, t.last_used_at,
+        u.id AS user_id, u.email, u.username, u.name
+   FROM access_tokens t JOIN users u ON u.id = t.user_id
+  WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`;
+
+export interface TokenRow {
+  token_id: string;
+  scope: TokenScope;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  user_id: string;
+  email: string;
+  username: string;
+  name: string;
+}
+
+/** The caller's (`$2`) membership of the organization named `$1`. */
+export const ORG_ACCESS = `SELECT o.id AS org_id, o.name AS org_name, m.role
+   FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
+  WHERE o.name = $1`;
+
+/** ORG_ACCESS plus the organization's product named `$3` (product columns as joinedProductColumns, null when none). */
+export const ORG_AND_PRODUCT_ACCESS = `SELECT o.id AS org_id, o.name AS org_name, m.role, ${joinedProductColumns('p')}
+   FROM orgs o JOIN org_memberships m ON m.org_id = o.id AND m.user_id = $2
+   LEFT JOIN products p ON p.org_id = o.id AND p.name = $3
+  WHERE o.name = $1`;
+
+export interface OrgAccessRow {
+  org_id: string;
+  org_name: string;
+  role: Role;
+}
+
+/** The device identified by `$1` and the caller's (`$2`) membership of its organization. */
+export const DEVICE_ACCESS = `SELECT d.id AS device_id, d.product_id, o.id AS org_id, o.name AS org_name, m.role
+   FROM devices d
+   JOIN orgs o ON o.id = d.org_id
+   JOIN org_memberships m ON m.org_id = d.org_id AND m.user_id = $2
+  WHERE d.identifier = $1`;
+
+export interface DeviceAccessRow extends OrgAccessRow {
+  device_id: string;
+  product_id: string;
+}
