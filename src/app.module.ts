@@ -4,7 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
-import { LoggingModule } from './common/http/logger';
+import { AppLogger, LoggingModule } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { dataSourceOptions } from './database/data-source-options';
@@ -65,12 +65,17 @@ export class DatabaseModule {
 
 @Module({})
 export class AppModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+  /** `logger`: the one the application is created with (`NestFactory.create(..., { logger })`). */
+  static register(
+    config: AppConfig,
+    databaseUrl: string,
+    logger = new AppLogger(config.logLevel),
+  ): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.register(config),
-        LoggingModule.register(config),
+        LoggingModule.register(logger),
         DatabaseModule.register(databaseUrl),
         HealthModule,
         ...FEATURE_MODULES,

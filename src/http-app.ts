@@ -23,6 +23,9 @@ export function configureHttpApp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
   const logger = app.get(AppLogger);
   express_.useLogger(logger);
+  // Nest flushes lines it buffered (an app created with `bufferLogs`) only in its own listen(), which the
+  // server does not call: out they go now, through pino.
+  express_.flushLogs();
   express_.disable('x-powered-by');
   // No API response is cached by validators: an ETag would cost a hash of every body for nothing.
   express_.set('etag', false);
@@ -34,7 +37,7 @@ export function configureHttpApp(app: INestApplication): void {
   replyJsonDirectly(app);
   // What every request gets first, in one middleware: each Express layer is a router step on every request.
   const logRequest = logger.requestLogger();
-  const watchTimeout = requestTimeout(config.requestTimeoutMs);
+  const watchTimeout = requestTimeout(config.requestTimeoutMs, logger);
   app.use((req: Request, res: Response, next: NextFunction) => {
     assignRequestId(req, res);
     logRequest(req, res);

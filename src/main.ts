@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { AppLogger, logProcessErrors } from './common/http/logger';
 import { ConfigError, loadConfig } from './config/config';
 import { ShutdownState } from './health/shutdown-state';
 import { startServer } from './server';
@@ -14,7 +15,9 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const server = await startServer(config);
+  const logger = new AppLogger(config.logLevel);
+  logProcessErrors(logger);
+  const server = await startServer(config, { logger });
   process.stdout.write(`fleethub listening on ${server.url} (API docs: ${server.url}/api/docs)\n`);
 
   let stopping = false;
@@ -29,7 +32,7 @@ async function main(): Promise<void> {
       .then(
         () => process.exit(0),
         (err: unknown) => {
-          process.stderr.write(`shutdown after ${signal} failed: ${String(err)}\n`);
+          logger.pino.error({ err, signal }, 'shutdown failed');
           process.exit(1);
         },
       );

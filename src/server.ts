@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
+import { AppLogger } from './common/http/logger';
 import type { AppConfig } from './config/config';
 import { DatabaseLocation } from './database/database-url';
 import { runMigrations } from './database/migrate';
@@ -11,6 +12,11 @@ export interface RunningServer {
   app: NestExpressApplication;
   url: string;
   close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  /** Every log line of the server goes through it; by default one for `config.logLevel` writing to stdout. */
+  logger?: AppLogger;
 }
 
 /**
@@ -31,15 +37,23 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 /** Resolves the database, applies migrations and serves HTTP. `close()` undoes all of it. */
-export async function startServer(config: AppConfig): Promise<RunningServer> {
+export async function startServer(config: AppConfig, options: ServerOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? new AppLogger(config.logLevel);
   const location = new DatabaseLocation(config);
-  const databaseUrl = await location.url();
+  const databaseUrl = await location.url((output) =>
+    logger.pino.debug({ context: 'EmbeddedPostgres', output }, 'embedded PostgreSQL'),
+  );
   try {
-    await runMigrations(databaseUrl);
-    const app = await NestFactory.create<NestExpressApplication>(AppModule.register(config, databaseUrl), {
-      bodyParser: false,
-      bufferLogs: true,
-    });
+    const applied = await runMigrations(databaseUrl);
+    if (applied.length > 0) {
+      logger.pino.info({ context: 'Migrations', migrations: applied }, 'applied migrations');
+    }
+    // The logger from the start, not Nest's buffer: Nest flushes that only in its own listen(), and lines
+    // logged while the modules start (a generated server key, say) must not wait for it.
+    const app = await NestFactory.create<NestExpressApplication>(
+      AppModule.register(config, databaseUrl, logger),
+      { bodyParser: false, logger },
+    );
     configureHttpApp(app);
     await app.init();
     await listen(app.getHttpServer(), config.port, config.host);

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { ConfigError, loadConfig } from '../src/config/config';
+import { CapturedLog } from './support/captured-log';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
 
@@ -83,11 +84,15 @@ describe('security headers, CORS and request timeouts', () => {
   describe('configured CORS origins and a short request timeout', () => {
     let t: TestApp;
     let ada: TestUser;
+    const log = new CapturedLog();
     beforeAll(async () => {
-      t = await createTestApp({
-        FLEETHUB_CORS_ORIGINS: 'https://ops.example.com, http://localhost:3000',
-        FLEETHUB_REQUEST_TIMEOUT_SEC: '1',
-      });
+      t = await createTestApp(
+        {
+          FLEETHUB_CORS_ORIGINS: 'https://ops.example.com, http://localhost:3000',
+          FLEETHUB_REQUEST_TIMEOUT_SEC: '1',
+        },
+        { logger: log.logger('info') },
+      );
       ada = await t.fixtures.user();
     });
     afterAll(() => t.close());
@@ -127,6 +132,21 @@ describe('security headers, CORS and request timeouts', () => {
         expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
         expect(res.headers['retry-after']).toBeDefined();
         expect(Date.now() - started).toBeLessThan(5000);
+        // One line for the request, the timeout's (the completion line is not written as well).
+        await new Promise((r) => setTimeout(r, 100));
+        expect(log.lines.filter((line) => line.requestId === res.headers['x-request-id'])).toEqual([
+          expect.objectContaining({
+            level: 40,
+            msg: 'request timed out',
+            req: {
+              method: 'PATCH',
+              route: '/api/orgs/:org_name/products/:product_name',
+              path: expect.any(String),
+            },
+            res: { status: 503 },
+            timeoutMs: 1000,
+          }),
+        ]);
       } finally {
         await blocker.rollbackTransaction();
         await blocker.release();

@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
+import { destination } from 'pino';
+import { AppLogger } from '../common/http/logger';
 import { ConfigError, loadConfig } from '../config/config';
 import { DatabaseLocation } from '../database/database-url';
 import { runMigrations } from '../database/migrate';
@@ -13,7 +15,9 @@ import { CliModule } from './cli.module';
 async function main(): Promise<void> {
   const config = loadConfig();
   const options = {
-    logger: false as const,
+    // What services log (a generated server key, a file not removed) goes to stderr as the server's JSON lines:
+    // stdout is the command's output.
+    logger: new AppLogger(config.logLevel, destination(2)),
     cliName: 'fleethub',
     errorHandler: (err: Error) => {
       // commander's own exits (help, version, unknown option) have already printed their message.

@@ -37,7 +37,7 @@ export class ConsoleOutputService {
     );
     this.timer ??= setTimeout(() => {
       this.timer = null;
-      this.flush().catch((err: unknown) => this.logger.warn(`console output write failed: ${String(err)}`));
+      this.flush().catch((err: unknown) => this.logger.warn({ err }, 'console output write failed'));
     }, APPEND_DELAY_MS);
   }
 

@@ -104,7 +104,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   private closesSending = false;
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     this.upgrade(req, socket, head).catch((err: unknown) => {
-      this.logger.error(`device upgrade failed: ${String(err)}`);
+      this.logger.error({ err }, 'device upgrade failed');
       reject(socket, 500);
     });
   };
@@ -149,7 +149,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     for (const { timer } of this.consoleParts.values()) clearTimeout(timer);
     this.consoleParts.clear();
     await this.consoleOutput.flush().catch(() => undefined);
-    await this.presence.stop().catch((err: unknown) => this.logger.warn(`presence stop: ${String(err)}`));
+    await this.presence.stop().catch((err: unknown) => this.logger.warn({ err }, 'presence stop failed'));
     this.wss?.close();
   }
 
@@ -241,7 +241,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
         socket.destroyed ? null : this.auth.authenticate(req.headers, req.socket.remoteAddress ?? ''),
       );
     } catch (err) {
-      this.logger.error(`device authentication failed: ${String(err)}`);
+      this.logger.error({ err }, 'device authentication failed');
       const reason = 'the platform could not be reached to authenticate this device';
       return reject(socket, 503, reason, { 'nh-connection-error-reason': reason });
     }
@@ -273,7 +273,9 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     ws.on('message', (data, isBinary) => this.onMessage(conn, data, isBinary));
     ws.on('error', () => ws.terminate());
     ws.on('close', () => {
-      this.onClosed(conn).catch((err: unknown) => this.logger.warn(`device disconnect: ${String(err)}`));
+      this.onClosed(conn).catch((err: unknown) =>
+        this.logger.warn({ err, device: conn.device.identifier }, 'device disconnect failed'),
+      );
     });
   }
 
@@ -334,7 +336,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       try {
         if (conn.ws.readyState === WebSocket.OPEN) await task();
       } catch (err) {
-        this.logger.error(`device ${conn.device.identifier}: ${String(err)}`);
+        this.logger.error({ err, device: conn.device.identifier }, 'device message handling failed');
       } finally {
         // An idle connection keeps no promise of its own.
         if (--conn.queued === 0 && conn.queue === run) conn.queue = SETTLED;
@@ -487,7 +489,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       if (state.status !== null) {
         this.link
           .recordProgress(deviceId, state.status, state.value)
-          .catch((err: unknown) => this.logger.warn(`progress write failed: ${String(err)}`));
+          .catch((err: unknown) => this.logger.warn({ err, deviceId }, 'progress write failed'));
       }
     }, 2000);
   }
@@ -515,7 +517,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       try {
         await this.admission.run(() => this.link.reportIdentities(conn.device, frame.payload));
       } catch (err) {
-        this.logger.warn(`device ${conn.device.identifier}: network identity report failed: ${String(err)}`);
+        this.logger.warn({ err, device: conn.device.identifier }, 'network identity report failed');
       }
     }
   }
@@ -547,7 +549,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     this.closesSending = true;
     this.bus
       .publish('', { kind: 'closes', devices })
-      .catch((err: unknown) => this.logger.warn(`bus publish failed: ${String(err)}`))
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'))
       .finally(() => {
         this.closesSending = false;
         this.publishCloses();
@@ -610,7 +612,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     const ok = this.sendConsoleHere(deviceId, entry.parts.join(''));
     this.bus
       .publish(deviceId, { kind: 'console-ack', to: from, request, ok })
-      .catch((err: unknown) => this.logger.warn(`bus publish failed: ${String(err)}`));
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
   }
 }
 

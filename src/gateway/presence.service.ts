@@ -43,7 +43,7 @@ export class PresenceService {
     await this.reap();
     const every = (ms: number, task: () => Promise<unknown>) => {
       const timer = setInterval(() => {
-        task().catch((err: unknown) => this.logger.warn(`presence task failed: ${String(err)}`));
+        task().catch((err: unknown) => this.logger.warn({ err }, 'presence task failed'));
       }, ms);
       timer.unref();
       this.timers.push(timer);

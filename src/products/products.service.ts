@@ -167,7 +167,10 @@ export class ProductsService {
     // The rows are gone; a file that cannot be removed now is only disk space, never a failed request.
     for (const key of firmwareFiles) {
       await this.storage.remove(key).catch((err: unknown) => {
-        this.logger.warn(`firmware file ${key} of deleted product ${product.id} not removed: ${String(err)}`);
+        this.logger.warn(
+          { err, key, productId: product.id },
+          'firmware file of a deleted product not removed',
+        );
       });
     }
   }

@@ -8,6 +8,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module';
+import { AppLogger } from '../../src/common/http/logger';
 import { type AppConfig, loadConfig } from '../../src/config/config';
 import { configureHttpApp } from '../../src/http-app';
 import { createTestDatabase } from './test-database';
@@ -29,6 +30,8 @@ export interface TestAppOptions {
   overrides?: { provide: unknown; useValue: unknown }[];
   /** Run on this existing database (another test app's) instead of a fresh one; it is not dropped on close. */
   databaseUrl?: string;
+  /** The app's logger (e.g. one writing to a captured stream); by default one at `LOG_LEVEL` on stdout. */
+  logger?: AppLogger;
 }
 
 /** The real application on its own fresh database (cloned from the migrated template). */
@@ -47,17 +50,15 @@ export async function createTestApp(
     ...env,
     DATABASE_URL: database.url,
   });
+  const logger = options.logger ?? new AppLogger(config.logLevel);
   const builder = Test.createTestingModule({
-    imports: [AppModule.register(config, database.url)],
+    imports: [AppModule.register(config, database.url, logger)],
   });
   for (const { provide, useValue } of options.overrides ?? []) {
     builder.overrideProvider(provide).useValue(useValue);
   }
   const moduleRef = await builder.compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({
-    bodyParser: false,
-    bufferLogs: true,
-  });
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger });
   configureHttpApp(app);
   await app.init();
   const db = app.get(DataSource);

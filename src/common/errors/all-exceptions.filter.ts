@@ -1,5 +1,6 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { AppLogger } from '../http/logger';
 import { DomainError } from './domain-error';
 import { errorBody } from './error-body';
 import { ErrorCode, INTERNAL_DETAIL } from './error-codes';
@@ -71,32 +72,47 @@ export function toDomainError(exception: unknown): DomainError | null {
   return null;
 }
 
+/**
+ * Renders every error as the contract's body and logs the failures worth a cause: an unexpected error (500) at
+ * `error`, with its message, stack and SQLSTATE, and an unavailable database at `warn`. That line is the
+ * request's one line (`AppLogger.logFailedRequest`).
+ */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
-  private readonly logger = new Logger('Errors');
+  constructor(private readonly logger: AppLogger) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
     const request = http.getRequest<Request & { id?: string }>();
+    const domain = toDomainError(exception);
     if (response.headersSent) {
+      // The answer has started (or timed out): the error can only cut it short, but is still worth its trace.
+      if (!domain) this.logUnexpected(request, response, response.statusCode, exception);
       response.end();
       return;
     }
-    const domain = toDomainError(exception);
     if (!domain) {
-      this.logger.error(
-        { err: exception, requestId: request.id, method: request.method, path: request.path },
-        'unexpected error',
-      );
+      this.logUnexpected(request, response, 500, exception);
       response.status(500).json({ errors: { detail: INTERNAL_DETAIL } });
       return;
     }
-    if (domain.code === ErrorCode.DATABASE_UNAVAILABLE) {
-      this.logger.warn({ requestId: request.id, err: exception }, 'database unavailable');
-    }
     const { status, body } = errorBody(domain);
+    if (domain.code === ErrorCode.DATABASE_UNAVAILABLE) {
+      this.logger.logFailedRequest(
+        'warn',
+        isDatabaseUnavailable(exception) ? 'database unavailable' : 'service unavailable',
+        request,
+        response,
+        status,
+        { err: exception },
+      );
+    }
     for (const [name, value] of Object.entries(domain.headers)) response.setHeader(name, value);
     response.status(status).json(body);
+  }
+
+  private logUnexpected(request: Request, response: Response, status: number, exception: unknown): void {
+    this.logger.logFailedRequest('error', 'request failed', request, response, status, { err: exception });
   }
 }

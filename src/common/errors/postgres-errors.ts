@@ -5,7 +5,8 @@ export interface PgError {
   message?: unknown;
 }
 
-function pgError(err: unknown): PgError | undefined {
+/** The PostgreSQL error a TypeORM error wraps (its `driverError`), or the error itself. */
+export function pgError(err: unknown): PgError | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const driverError = (err as { driverError?: unknown }).driverError ?? err;
   return typeof driverError === 'object' && driverError !== null ? driverError : undefined;

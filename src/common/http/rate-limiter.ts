@@ -192,9 +192,6 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     const now = Date.now();
     if (now - this.lastFailureLog < 10_000) return;
     this.lastFailureLog = now;
-    this.logger.warn(
-      { err: err instanceof Error ? err.message : String(err) },
-      'rate limiter unavailable; letting requests through',
-    );
+    this.logger.warn({ err }, 'rate limiter unavailable; letting requests through');
   }
 }

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
-import { Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import helmet from 'helmet';
 import type { AppConfig } from '../../config/config';
 import { errorBody } from '../errors/error-body';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
+import type { AppLogger } from './logger';
 
 /** Headers must arrive within this; a whole request (a firmware upload included) within REQUEST_TIMEOUT_MS. */
 export const HEADERS_TIMEOUT_MS = 20_000;
@@ -122,20 +122,21 @@ export function answerClientErrors(server: Server): void {
   });
 }
 
-const logger = new Logger('RequestTimeout');
-
 /**
  * An API call that has not answered within `timeoutMs` gets the contract's 503 (firmware uploads and
  * downloads excepted, and nothing is done once the response has started). Whatever the handler answers
  * later is discarded. `timeoutMs` 0 disables it. Called for every request before the routes.
  */
-export function requestTimeout(timeoutMs: number): (req: Request & { id?: string }, res: Response) => void {
+export function requestTimeout(
+  timeoutMs: number,
+  logger: AppLogger,
+): (req: Request & { id?: string }, res: Response) => void {
   const expire = (req: Request & { id?: string }, res: Response) => {
     if (res.headersSent || res.writableEnded) return;
-    logger.warn({ requestId: req.id, method: req.method, path: req.path, timeoutMs }, 'request timed out');
     const { status, body } = errorBody(
       new DomainError(ErrorCode.DATABASE_UNAVAILABLE, 'the request took too long, try again shortly', {}, {}),
     );
+    logger.logFailedRequest('warn', 'request timed out', req, res, status, { timeoutMs });
     res.setHeader('Retry-After', '5');
     res.status(status).json(body);
     // The handler may still finish: its answer goes nowhere.
