@@ -1,21 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
+import { Created } from '../common/http/created';
+import { isoOrNull, parseBigId } from '../common/values';
 import { TOKEN_BY_HASH, type TokenRow } from './access.queries';
-import { AccessToken, type TokenScope } from './access-token.entity';
+import type { TokenScope } from './access-token.entity';
+import { type CreateTokenDto, parseTimestamp, type TokenCreatedView, type TokenView } from './dto/token.dto';
+import { TokenCache } from './token-cache';
 import { generateUserToken, hashToken, hasValidChecksum, tokenFromAuthorization } from './token-codec';
 
-const CACHE_TTL_MS = 5_000;
 const CACHE_MAX_ENTRIES = 10_000;
 const LAST_USED_RESOLUTION_MS = 60_000;
-
-interface CachedToken {
-  actor: Actor;
-  expiresAt: number | null;
-  cachedUntil: number;
-}
 
 export interface NewToken {
   note?: string | null;
@@ -23,28 +20,79 @@ export interface NewToken {
   expiresAt?: Date | null;
 }
 
+interface ListedTokenRow {
+  id: string;
+  note: string | null;
+  scope: TokenScope;
+  expires_at: Date | null;
+  inserted_at: Date;
+  last_used_at: Date | null;
+}
+
+type RevokeOutcome = 'revoked' | 'already revoked' | 'not found';
+
+function toView(row: ListedTokenRow): TokenView {
+  return {
+    id: row.id,
+    note: row.note,
+    scope: row.scope,
+    expires_at: isoOrNull(row.expires_at),
+    inserted_at: row.inserted_at.toISOString(),
+    last_used_at: isoOrNull(row.last_used_at),
+  };
+}
+
 /**
- * Personal access tokens. Verified tokens are cached in memory for a few seconds, keyed by their hash,
- * so that a burst of requests costs one lookup; a revocation clears this instance's cache at once
- * (other instances within CACHE_TTL_MS).
+ * Personal access tokens: created, verified (through the TokenCache), listed and revoked. A revocation returns
+ * once no instance can answer from a cached copy of the token any more.
  */
 @Injectable()
 export class TokensService {
-  private readonly cache = new Map<string, CachedToken>();
+  private readonly logger = new Logger(TokensService.name);
   private readonly lastUsedWrites = new Map<string, number>();
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly cache: TokenCache,
+  ) {}
 
   async create(userId: string, options: NewToken = {}): Promise<string> {
-    const token = generateUserToken();
-    await this.db.getRepository(AccessToken).insert({
-      userId,
-      tokenHash: hashToken(token),
-      note: options.note?.trim().replace(/\s+/g, ' ') || null,
-      scope: options.scope ?? 'all',
-      expiresAt: options.expiresAt ?? null,
+    return (await this.insert(userId, options)).token;
+  }
+
+  /** `POST /api/users/me/tokens`: a new token of the caller, shown only in this answer. */
+  async createForUser(actor: Actor, input: CreateTokenDto): Promise<Created<{ data: TokenCreatedView }>> {
+    const expiresAt = input.expires_at ? parseTimestamp(input.expires_at.trim()) : null;
+    const { token, row } = await this.insert(actor.userId, {
+      note: input.note,
+      scope: input.scope ?? 'all',
+      expiresAt,
     });
-    return token;
+    return new Created(`/api/users/me/tokens/${row.id}`, { data: { ...toView(row), token } });
+  }
+
+  /** The caller's tokens that are not revoked (expired ones included), newest first. */
+  async listForUser(actor: Actor): Promise<{ data: TokenView[] }> {
+    const rows: ListedTokenRow[] = await this.db.query(
+      `SELECT id, note, scope, expires_at, inserted_at, last_used_at FROM access_tokens
+        WHERE user_id = $1 AND revoked_at IS NULL ORDER BY inserted_at DESC, id DESC`,
+      [actor.userId],
+    );
+    return { data: rows.map(toView) };
+  }
+
+  /** Revokes one of the caller's tokens by id; revoking it again is fine, another user's token is a 404. */
+  async revokeForUser(actor: Actor, rawId: string): Promise<void> {
+    const id = parseBigId(rawId);
+    if (id === null) throw DomainError.notFound();
+    const outcome = await this.revokeWhere(`id = $1 AND user_id = $2`, [id, actor.userId]);
+    if (outcome === 'not found') throw DomainError.notFound();
+  }
+
+  /** Revokes a token given in full; false when no live token matches. */
+  async revoke(token: string): Promise<boolean> {
+    if (!hasValidChecksum(token)) return false;
+    return (await this.revokeWhere(`token_hash = $1`, [hashToken(token)])) === 'revoked';
   }
 
   /** The caller behind an Authorization header; throws the contract's 401 otherwise. */
@@ -53,15 +101,13 @@ export class TokensService {
     if (!token) throw DomainError.unauthenticated();
     const hash = hashToken(token);
     const key = hash.toString('base64');
-    const now = Date.now();
 
     // A cached token passed the checksum when it was cached: the checksum guards the database, not the cache.
     const cached = this.cache.get(key);
-    if (cached && cached.cachedUntil > now && (cached.expiresAt === null || cached.expiresAt > now)) {
-      return cached.actor;
-    }
+    if (cached) return cached;
     if (!hasValidChecksum(token)) throw DomainError.unauthenticated();
 
+    const lookup = this.cache.startLookup();
     const rows: TokenRow[] = await this.db.query(TOKEN_BY_HASH, [hash]);
     const row = rows[0];
     if (!row) {
@@ -76,26 +122,60 @@ export class TokensService {
       tokenId: row.token_id,
       scope: row.scope,
     };
-    if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-    this.cache.set(key, {
-      actor,
-      expiresAt: row.expires_at ? row.expires_at.getTime() : null,
-      cachedUntil: now + CACHE_TTL_MS,
-    });
-    this.touch(row.token_id, row.last_used_at, now);
+    this.cache.put(key, lookup, actor, row.expires_at);
+    this.touch(row.token_id, row.last_used_at, Date.now());
     return actor;
   }
 
-  /** Revokes a token given in full; false when no live token matches. */
-  async revoke(token: string): Promise<boolean> {
-    if (!hasValidChecksum(token)) return false;
-    const hash = hashToken(token);
-    const result: [unknown[], number] = await this.db.query(
-      `UPDATE access_tokens SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id`,
-      [hash],
+  private async insert(userId: string, options: NewToken): Promise<{ token: string; row: ListedTokenRow }> {
+    const token = generateUserToken();
+    const rows: ListedTokenRow[] = await this.db.query(
+      `INSERT INTO access_tokens (user_id, token_hash, note, scope, expires_at) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, note, scope, expires_at, inserted_at, last_used_at`,
+      [
+        userId,
+        hashToken(token),
+        options.note?.trim().replace(/\s+/g, ' ') || null,
+        options.scope ?? 'all',
+        options.expiresAt ?? null,
+      ],
     );
-    this.cache.delete(hash.toString('base64'));
-    return result[1] > 0;
+    return { token, row: rows[0] };
+  }
+
+  /**
+   * Revokes the token `condition` selects, NOTIFYing every instance in the same transaction, and returns once
+   * every instance has evicted it from its cache (or could no longer trust that cache).
+   */
+  private async revokeWhere(condition: string, params: unknown[]): Promise<RevokeOutcome> {
+    const revocation = this.cache.startRevocation();
+    let outcome: RevokeOutcome;
+    try {
+      outcome = await this.db.transaction(async (tx) => {
+        const rows: { id: string; revoked_at: Date | null }[] = await tx.query(
+          `SELECT id, revoked_at FROM access_tokens WHERE ${condition} FOR UPDATE`,
+          params,
+        );
+        if (!rows[0]) return 'not found';
+        if (rows[0].revoked_at) return 'already revoked';
+        await tx.query(`UPDATE access_tokens SET revoked_at = now() WHERE id = $1`, [rows[0].id]);
+        await revocation.publish(tx, [rows[0].id]);
+        return 'revoked';
+      });
+    } catch (err) {
+      revocation.cancel();
+      throw err;
+    }
+    if (outcome !== 'revoked') {
+      revocation.cancel();
+      return outcome;
+    }
+    const unanswered = await revocation.evicted();
+    if (unanswered.length > 0) {
+      // Their instances stop trusting their caches within TRUST_WINDOW_MS of losing touch (docs/decisions.md).
+      this.logger.warn({ listenerPids: unanswered }, 'token revocation not confirmed by every instance');
+    }
+    return outcome;
   }
 
   /** Keeps last_used_at current to the minute without a write per request. */

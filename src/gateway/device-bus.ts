@@ -1,8 +1,5 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
-import { DataSource } from 'typeorm';
+import { Injectable } from '@nestjs/common';
+import { InstanceBus, MAX_BUS_PAYLOAD_BYTES } from '../instance-bus/instance-bus';
 
 /**
  * What instances tell each other about devices. Only ids and short commands travel (PostgreSQL caps a NOTIFY
@@ -45,8 +42,6 @@ export abstract class DeviceBus {
   abstract onMessage(handler: DeviceBusHandler): void;
 }
 
-/** PostgreSQL limits NOTIFY payloads to 8000 bytes; stay clear of it. */
-export const MAX_BUS_PAYLOAD_BYTES = 7900;
 export const BUS_CHANNEL = 'fleethub_device_bus';
 
 export function encodeEnvelope(envelope: DeviceBusEnvelope): string {
@@ -78,35 +73,22 @@ export function decodeEnvelope(text: string): DeviceBusEnvelope | null {
   }
 }
 
-/**
- * LISTEN on one dedicated connection (reconnected with backoff when it drops); NOTIFY through the pool.
- * Notifications published one after another by one process arrive in that order.
- */
+/** The device bus on the process's InstanceBus (one LISTEN connection shared with the other features). */
 @Injectable()
-export class PgDeviceBus extends DeviceBus implements OnModuleInit, OnApplicationShutdown {
-  readonly instanceId = randomUUID();
-  private readonly logger = new Logger(PgDeviceBus.name);
+export class PgDeviceBus extends DeviceBus {
   private readonly handlers: DeviceBusHandler[] = [];
-  private client: Client | null = null;
-  private stopped = false;
-  private reconnectTimer: NodeJS.Timeout | null = null;
-  private failures = 0;
-  private started = false;
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {
+  constructor(private readonly bus: InstanceBus) {
     super();
+    bus.subscribe(BUS_CHANNEL, (payload) => {
+      const envelope = decodeEnvelope(payload);
+      if (!envelope) return;
+      for (const handler of this.handlers) handler(envelope);
+    });
   }
 
-  async onModuleInit(): Promise<void> {
-    await this.connect();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const client = this.client;
-    this.client = null;
-    if (client) await client.end().catch(() => undefined);
+  get instanceId(): string {
+    return this.bus.instanceId;
   }
 
   onMessage(handler: DeviceBusHandler): void {
@@ -114,82 +96,6 @@ export class PgDeviceBus extends DeviceBus implements OnModuleInit, OnApplicatio
   }
 
   async publish(deviceId: string, message: DeviceBusMessage): Promise<void> {
-    const payload = encodeEnvelope({ from: this.instanceId, deviceId, message });
-    await this.db.query(`SELECT pg_notify($1, $2)`, [BUS_CHANNEL, payload]);
-  }
-
-  /** Whether the listening connection is up (for tests and health). */
-  get listening(): boolean {
-    return this.client !== null;
-  }
-
-  private connectionString(): string {
-    const options = this.db.options as { url?: string };
-    if (!options.url) throw new Error('the device bus needs the DataSource to be configured by URL');
-    return options.url;
-  }
-
-  private async connect(): Promise<void> {
-    const client = new Client({
-      connectionString: this.connectionString(),
-      application_name: 'fleethub-bus',
-    });
-    const lost = (err?: Error) => {
-      if (this.client !== client) return;
-      this.client = null;
-      client.removeAllListeners('notification');
-      client.end().catch(() => undefined);
-      if (!this.stopped) {
-        this.logger.warn(`device bus connection lost${err ? `: ${err.message}` : ''}; reconnecting`);
-        this.scheduleReconnect();
-      }
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    client.on('notification', (n) => {
-      if (n.channel !== BUS_CHANNEL || n.payload === undefined) return;
-      const envelope = decodeEnvelope(n.payload);
-      if (!envelope) return;
-      for (const handler of this.handlers) {
-        try {
-          handler(envelope);
-        } catch (err) {
-          this.logger.error(`device bus handler failed: ${String(err)}`);
-        }
-      }
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${BUS_CHANNEL}`);
-    } catch (err) {
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      await client.end().catch(() => undefined);
-      // The first connect happens at start: fail the start rather than run deaf.
-      if (!this.started) throw err;
-      this.scheduleReconnect();
-      return;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.started = true;
-    this.failures = 0;
-    this.client = client;
-  }
-
-  private scheduleReconnect(): void {
-    if (this.stopped || this.reconnectTimer) return;
-    this.failures++;
-    const delay = Math.min(10_000, 250 * 2 ** Math.min(this.failures, 6));
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      this.connect().catch((err: unknown) => {
-        this.logger.warn(`device bus reconnect failed: ${String(err)}`);
-        this.scheduleReconnect();
-      });
-    }, delay);
-    this.reconnectTimer.unref();
+    await this.bus.publish(BUS_CHANNEL, encodeEnvelope({ from: this.instanceId, deviceId, message }));
   }
 }

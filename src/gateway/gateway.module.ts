@@ -4,6 +4,7 @@ import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { FirmwareModule } from '../firmware/firmware.module';
+import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { ConsoleOutputService } from './console-output.service';
@@ -21,7 +22,7 @@ import { PresenceService } from './presence.service';
  * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
  */
 @Module({
-  imports: [DeviceAuthModule, FirmwareModule, IrohModule, SigningKeysModule],
+  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule, SigningKeysModule],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
     {

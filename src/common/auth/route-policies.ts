@@ -10,6 +10,9 @@ export type RoutePolicy = { scope: 'user' } | { scope: 'org'; role: Role } | { s
 
 export const ROUTE_POLICIES = {
   'users.me': { scope: 'user' },
+  'tokens.list': { scope: 'user' },
+  'tokens.create': { scope: 'user' },
+  'tokens.revoke': { scope: 'user' },
   'orgs.create': { scope: 'user' },
   'orgs.list': { scope: 'user' },
 
