@@ -13,10 +13,9 @@ import {
   requestTimeout,
   setSecurityHeaders,
 } from './common/http/security';
+import { bodyShapeError, MAX_JSON_BODY_BYTES, rawBodyShapeError } from './common/validation/json-limits';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { setupOpenApi } from './openapi';
-
-export const JSON_BODY_LIMIT = '1mb';
 
 /** HTTP settings shared by the server and the tests: request ids, security headers, CORS, timeouts, body limits, OpenAPI. */
 export function configureHttpApp(app: INestApplication): void {
@@ -47,9 +46,15 @@ export function configureHttpApp(app: INestApplication): void {
   });
   configureCors(app, config);
   const parseJson = express.json({
-    limit: JSON_BODY_LIMIT,
+    limit: MAX_JSON_BODY_BYTES,
     strict: false,
     type: ['application/json', 'application/*+json'],
+    // A body nested too deeply or holding too many values is refused before JSON.parse builds it. body-parser
+    // passes what is thrown here to the callback below, where toDomainError keeps a DomainError as it is.
+    verify: (_req, _res, bytes, encoding) => {
+      const refused = encoding === 'utf-8' ? rawBodyShapeError(bytes) : undefined;
+      if (refused) throw refused;
+    },
   });
   // Body-parser failures become the contract's errors here, before Nest maps them to its own. A request
   // without a body (no Content-Length, no Transfer-Encoding: most of them) skips the parser, as it would itself.
@@ -59,7 +64,11 @@ export function configureHttpApp(app: INestApplication): void {
       next();
       return;
     }
-    parseJson(req, res, (err?: unknown) => next(err === undefined ? undefined : (toDomainError(err) ?? err)));
+    // The parsed body is checked again (cheap, it is small by now) for the other UTF charsets body-parser allows,
+    // before anything walks it recursively (class-transformer, validation).
+    parseJson(req, res, (err?: unknown) =>
+      next(err === undefined ? bodyShapeError(req.body) : (toDomainError(err) ?? err)),
+    );
   });
   setupOpenApi(app);
 }

@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from './common/validation/json-limits';
 
 export const API_VERSION = '2.0.0';
 
@@ -23,7 +24,12 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('fleethub API')
     .setDescription(
       'The NervesHub management API (2.0.0), served by fleethub. Operations marked "Extension of 2.0.0" ' +
-        'complete the specified groups. Authenticate with `Authorization: Bearer <personal access token>`.',
+        'complete the specified groups. Authenticate with `Authorization: Bearer <personal access token>`.\n\n' +
+        `Request bodies are JSON of at most ${MAX_JSON_BODY_BYTES / 1024 / 1024} MiB, nested at most ` +
+        `${MAX_JSON_DEPTH} levels of objects and arrays, with at most ${MAX_JSON_VALUES} values in all (every ` +
+        'object, array, string, number, boolean and null counts). A larger body gets a 413; a deeper one, or ' +
+        'one with more values, a 400 before any field is looked at. Fields may have tighter limits of their ' +
+        'own (a 422 naming the field).',
     )
     .setVersion(API_VERSION)
     .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')

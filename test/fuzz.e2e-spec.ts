@@ -2,13 +2,17 @@ import fc from 'fast-check';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../src/common/validation/json-limits';
+import { DETAILS_MAX_DEPTH } from '../src/iroh/dto/iroh-fields';
 import { createTestApp, type TestApp } from './support/test-app';
 import { type TestUser, unique } from './support/fixtures';
 
 /**
  * Schema-driven fuzzing: every operation of the served /api/openapi.json gets random and boundary bodies,
- * query strings and path values. Asserts: never a 5xx, never a hang, and a refused request (4xx) changes
- * nothing (a fingerprint of the tables: row counts and the newest updated_at).
+ * query strings and path values, and deep, wide and long structures (written as text: JSON.stringify would
+ * overflow on them) in every free-form field, any body field or as the whole body. Asserts: never a 5xx, never a
+ * hang, a refused request (4xx) changes nothing (a fingerprint of the tables: row counts and the newest
+ * updated_at), and a body that is certainly over the JSON limits gets their 400.
  *
  * `FUZZ_RUNS` sets the number of requests (default 300); `FUZZ_REPORT=path` writes a Markdown summary;
  * `FUZZ_SEED` replays a run. `npm run fuzz` does 20,000 requests and writes docs/fuzzing.md.
@@ -35,6 +39,8 @@ interface Operation {
   pathParams: string[];
   queryParams: string[];
   bodyFields: string[];
+  /** Body fields documented as free-form objects (`additionalProperties`), e.g. iroh `details`. */
+  freeFormFields: string[];
   multipart: boolean;
   isPublic: boolean;
 }
@@ -119,6 +125,123 @@ const evilValue: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
   ),
 })).value;
 
+/**
+ * A structure for a body, written as JSON text only when sent (JSON.stringify would overflow on the deepest, and
+ * fast-check prints samples): objects, arrays or both alternating `depth` levels deep around a leaf; an object or
+ * array of `count` values; or a string of `length` characters made of `unit` (as written in JSON).
+ */
+type Shape =
+  | { kind: 'objects' | 'arrays' | 'mixed'; depth: number; leaf: Json }
+  | { kind: 'wide object' | 'wide array'; count: number; leaf: Json }
+  | { kind: 'long string'; length: number; unit: string };
+
+const DEPTHS = [
+  DETAILS_MAX_DEPTH - 1,
+  DETAILS_MAX_DEPTH,
+  DETAILS_MAX_DEPTH + 1,
+  MAX_JSON_DEPTH - 2,
+  MAX_JSON_DEPTH - 1,
+  MAX_JSON_DEPTH,
+  MAX_JSON_DEPTH + 1,
+  100,
+  3_000,
+  10_000,
+  100_000,
+];
+const COUNTS = [
+  2_047,
+  2_048,
+  2_049,
+  MAX_JSON_VALUES - 3,
+  MAX_JSON_VALUES - 2,
+  MAX_JSON_VALUES - 1,
+  MAX_JSON_VALUES,
+  MAX_JSON_VALUES + 1,
+  10_000,
+  90_000,
+];
+
+const shape: fc.Arbitrary<Shape> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('objects' as const, 'arrays' as const, 'mixed' as const),
+      depth: fc.oneof(fc.constantFrom(...DEPTHS), fc.integer({ min: 1, max: 2 * MAX_JSON_DEPTH })),
+      leaf: evilScalar,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('wide object' as const, 'wide array' as const),
+      count: fc.oneof(fc.constantFrom(...COUNTS), fc.integer({ min: 1, max: 5_000 })),
+      leaf: evilScalar,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('long string' as const),
+      length: fc.constantFrom(4_096, 4_097, 70_000, MAX_JSON_BODY_BYTES - 200),
+      unit: fc.constantFrom('x', 'é', '\\"', '[', '\\u0000', '\\ud800'),
+    }),
+  },
+);
+
+/** The shape's JSON text, its depth in levels of objects and arrays, and its number of JSON values. */
+function writeShape(shape: Shape): { text: string; depth: number; values: number } {
+  switch (shape.kind) {
+    case 'objects':
+    case 'arrays':
+    case 'mixed': {
+      const isObject = (level: number) =>
+        shape.kind === 'objects' || (shape.kind === 'mixed' && level % 2 === 0);
+      const levels = Array.from({ length: shape.depth }, (_, level) => level);
+      const opening = levels.map((level) => (isObject(level) ? '{"a":' : '[')).join('');
+      const closing = levels
+        .reverse()
+        .map((level) => (isObject(level) ? '}' : ']'))
+        .join('');
+      return {
+        text: `${opening}${JSON.stringify(shape.leaf)}${closing}`,
+        depth: shape.depth,
+        values: shape.depth + 1,
+      };
+    }
+    case 'wide object':
+    case 'wide array': {
+      const items = Array.from({ length: shape.count }, (_, i) =>
+        i === 0 ? JSON.stringify(shape.leaf) : '0',
+      );
+      const text =
+        shape.kind === 'wide object'
+          ? `{${items.map((item, i) => `"k${i.toString(36)}":${item}`).join(',')}}`
+          : `[${items.join(',')}]`;
+      return { text, depth: 1, values: shape.count + 1 };
+    }
+    case 'long string':
+      return {
+        text: `{"a":"${shape.unit.repeat(Math.floor(shape.length / shape.unit.length))}"}`,
+        depth: 1,
+        values: 2,
+      };
+  }
+}
+
+function shapeName(shape: Shape): string {
+  switch (shape.kind) {
+    case 'objects':
+    case 'arrays':
+    case 'mixed':
+      return `${shape.depth} levels of ${shape.kind}`;
+    case 'wide object':
+    case 'wide array':
+      return `a ${shape.kind} of ${shape.count} values`;
+    case 'long string':
+      return `a string of ${shape.length} characters of ${shape.unit}`;
+  }
+}
+
 function resolveRef(doc: OpenApiDoc, schema: SchemaObject | undefined, depth = 0): SchemaObject | undefined {
   if (!schema || depth > 5) return schema;
   if (schema.$ref) {
@@ -130,7 +253,9 @@ function resolveRef(doc: OpenApiDoc, schema: SchemaObject | undefined, depth = 0
 
 interface SchemaObject {
   $ref?: string;
+  type?: string;
   properties?: Record<string, SchemaObject>;
+  additionalProperties?: boolean | SchemaObject;
   allOf?: SchemaObject[];
 }
 interface OpenApiDoc {
@@ -155,6 +280,21 @@ function bodyFields(doc: OpenApiDoc, schema: SchemaObject | undefined): string[]
   return fields;
 }
 
+/** Body fields (one level of nesting included) documented as objects with any properties. */
+function freeFormFields(doc: OpenApiDoc, schema: SchemaObject | undefined): string[] {
+  const isFreeForm = (property: SchemaObject | undefined) =>
+    property?.type === 'object' && property.additionalProperties !== undefined && !property.properties;
+  const fields: string[] = [];
+  for (const [name, property] of Object.entries(resolveRef(doc, schema)?.properties ?? {})) {
+    const inner = resolveRef(doc, property);
+    if (isFreeForm(inner)) fields.push(name);
+    for (const [sub, subProperty] of Object.entries(inner?.properties ?? {})) {
+      if (isFreeForm(resolveRef(doc, subProperty))) fields.push(`${name}.${sub}`);
+    }
+  }
+  return fields;
+}
+
 function operations(doc: OpenApiDoc): Operation[] {
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -167,6 +307,7 @@ function operations(doc: OpenApiDoc): Operation[] {
         pathParams: (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name),
         queryParams: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
         bodyFields: bodyFields(doc, content['application/json']?.schema),
+        freeFormFields: freeFormFields(doc, content['application/json']?.schema),
         multipart: 'multipart/form-data' in content,
         isPublic: Array.isArray(op.security) && op.security.length === 0,
       });
@@ -187,6 +328,50 @@ function setPath(target: Record<string, Json>, dotted: string, value: Json): voi
   setPath(object, rest.join('.'), value);
 }
 
+interface ShapedBody {
+  name: string;
+  text: string;
+  /** Certainly over the depth or value limit (whatever the other fields hold) and within the size limit. */
+  overLimits: boolean;
+}
+
+const PLACEHOLDER = '@@fuzz-shape@@';
+
+const LIMIT_REFUSALS = [
+  `request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
+  `request body has too many values: at most ${MAX_JSON_VALUES} ` +
+    '(every object, array, string, number, boolean and null counts)',
+].map((detail) => ({ status: 400, body: { errors: { detail } } }));
+
+/**
+ * The body text with the shape in a free-form field, any body field, or as the whole body (when the operation
+ * has no such field); the other fields hold random values.
+ */
+function shapedBody(op: Operation, body: Extract<Sample['body'], { kind: 'shape' }>): ShapedBody {
+  const written = writeShape(body.shape);
+  const candidates = body.target === 'free-form' ? op.freeFormFields : op.bodyFields;
+  let text = written.text;
+  let level = 1;
+  if (body.target !== 'whole' && candidates.length > 0) {
+    const object: Record<string, Json> = {};
+    for (const [index, value] of body.fields) {
+      if (op.bodyFields.length > 0) setPath(object, op.bodyFields[index % op.bodyFields.length], value);
+    }
+    const path = candidates[body.field % candidates.length];
+    setPath(object, path, PLACEHOLDER);
+    text = JSON.stringify(object).replace(JSON.stringify(PLACEHOLDER), () => written.text);
+    level = path.split('.').length + 1;
+  }
+  const depth = level - 1 + written.depth;
+  return {
+    name: `${shapeName(body.shape)} at level ${level}`,
+    text,
+    overLimits:
+      Buffer.byteLength(text, 'utf8') <= MAX_JSON_BODY_BYTES &&
+      (depth > MAX_JSON_DEPTH || written.values > MAX_JSON_VALUES),
+  };
+}
+
 interface Sample {
   op: number;
   /** Per path parameter: a real fixture value (null) or a hostile one. */
@@ -196,6 +381,14 @@ interface Sample {
     | { kind: 'fields'; fields: [number, Json][] }
     | { kind: 'json'; value: Json }
     | { kind: 'raw'; text: string; type: string }
+    | {
+        kind: 'shape';
+        fields: [number, Json][];
+        shape: Shape;
+        /** Into a free-form field (of an operation that has one), any body field, or as the whole body. */
+        target: 'free-form' | 'field' | 'whole';
+        field: number;
+      }
     | { kind: 'none' };
   auth: 'admin' | 'none' | 'garbage';
 }
@@ -210,6 +403,7 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
   const perOperation = new Map<string, Map<number, number>>();
   let requests = 0;
   let slowest = 0;
+  const shapes = { sent: 0, overLimits: 0 };
 
   async function fingerprint(): Promise<string> {
     const tables: { table_name: string; has_updated: boolean }[] = await t.db.query(
@@ -233,6 +427,11 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
 
   async function ensureFixtures(): Promise<void> {
     const api = () => t.http();
+    // `DELETE /api/users/me/tokens/{id}` may have revoked the fuzzer's own token: it gets a new one.
+    if ((await api().get('/api/users/me').set(admin.auth)).status === 401) {
+      const token = await t.fixtures.token(admin.user);
+      admin = { ...admin, token, auth: { Authorization: `Bearer ${token}` } };
+    }
     const exists = async (value: string, path: string) =>
       value !== '' && (await api().get(path).set(admin.auth)).status === 200;
     if (!(await exists(fixture.product, `/api/orgs/${org}/products/${fixture.product}`))) {
@@ -364,6 +563,21 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
               ),
             }),
           },
+          {
+            weight: 2,
+            arbitrary: fc.record({
+              kind: fc.constant('shape' as const),
+              fields: fc.array(fc.tuple(fc.nat(), evilValue), { maxLength: 3 }),
+              shape,
+              target: fc.constantFrom<'free-form' | 'field' | 'whole'>(
+                'free-form',
+                'free-form',
+                'field',
+                'whole',
+              ),
+              field: fc.nat(),
+            }),
+          },
           { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
         ),
         auth: fc.constantFrom<Sample['auth']>('admin', 'admin', 'admin', 'admin', 'none', 'garbage'),
@@ -371,7 +585,11 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
 
       await fc.assert(
         fc.asyncProperty(sample, async (s) => {
-          const op = ops[s.op % ops.length];
+          const freeFormOps = ops.filter((candidate) => candidate.freeFormFields.length > 0);
+          const op =
+            s.body.kind === 'shape' && s.body.target === 'free-form' && freeFormOps.length > 0
+              ? freeFormOps[s.op % freeFormOps.length]
+              : ops[s.op % ops.length];
           let pathIndex = 0;
           const url = op.path.replace(/\{([^}]+)\}/g, (_, param: string) => {
             const evil = s.pathValues[pathIndex++ % s.pathValues.length];
@@ -392,6 +610,7 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
             .join('&');
           const target = query ? `${url}?${query}` : url;
 
+          let shaped: ShapedBody | null = null;
           const before = await fingerprint();
           const agent = t.http();
           let req = agent[op.method](target).timeout({
@@ -412,6 +631,9 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
               req = req.set('Content-Type', 'application/json').send(JSON.stringify(s.body.value));
             } else if (s.body.kind === 'raw') {
               req = req.set('Content-Type', s.body.type).send(s.body.text);
+            } else if (s.body.kind === 'shape') {
+              shaped = shapedBody(op, s.body);
+              req = req.set('Content-Type', 'application/json').send(shaped.text);
             }
           }
           const t0 = Date.now();
@@ -427,6 +649,18 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
 
           const what = `${op.method.toUpperCase()} ${target.slice(0, 300)} → ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
           if (res.status >= 500) throw new Error(`server error: ${what}`);
+          if (shaped) {
+            shapes.sent += 1;
+            // Node refuses a request line or headers over its limit (431) before the body is read.
+            if (shaped.overLimits && res.status !== 431) {
+              shapes.overLimits += 1;
+              const refusal = { status: res.status, body: res.body as unknown };
+              if (!LIMIT_REFUSALS.some((expected) => JSON.stringify(expected) === JSON.stringify(refusal)))
+                throw new Error(
+                  `a body over the JSON limits (${shaped.name}) was not refused with their 400: ${what}`,
+                );
+            }
+          }
           if (res.status >= 400) {
             const after = await fingerprint();
             if (after !== before)
@@ -455,13 +689,18 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
       'Schema-driven fuzzing of every operation in the served `/api/openapi.json` (`test/fuzz.e2e-spec.ts`,',
       'fast-check): random and boundary bodies, query strings and path values (huge strings, unicode, NUL, lone',
       'surrogates, nulls, arrays for objects, negative and enormous numbers, SQL and LIKE metacharacters, broken',
-      'JSON, wrong content types), with a valid token, a garbage token or none.',
+      'JSON, wrong content types), with a valid token, a garbage token or none. Deep, wide and long structures',
+      `go into every free-form field (\`details\` of iroh endpoints), any body field, or make the whole body:`,
+      `objects, arrays and both alternating, up to 100,000 levels (around the limits of ${DETAILS_MAX_DEPTH} levels`,
+      `for \`details\` and ${MAX_JSON_DEPTH} for a body); objects and arrays of up to 90,000 values (around the`,
+      `limit of ${MAX_JSON_VALUES}); strings up to 1 MiB.`,
       '',
       'Checked for every request: no status ≥ 500; an answer within ' +
         `${REQUEST_TIMEOUT_MS / 1000} s;` +
-        ' and for every',
+        ' for every',
       'refused request (4xx) an unchanged fingerprint of the database (row count and newest `updated_at` of every',
-      'table except `audit_logs`, `rate_limit_buckets`, `gateway_instances`; `last_used_at` is not part of it).',
+      'table except `audit_logs`, `rate_limit_buckets`, `gateway_instances`; `last_used_at` is not part of it); and',
+      'for every body certainly over the depth or value limit (and within 1 MiB), their 400.',
       '',
       'Run it with `npm run fuzz` (20,000 requests; `FUZZ_RUNS`, `FUZZ_SEED` to change or replay).',
       '',
@@ -470,7 +709,8 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
       `- Date: ${new Date().toISOString()}`,
       `- Requests: ${requests} over ${ops.length} operations, seed ${SEED}`,
       `- Duration: ${(durationMs / 1000).toFixed(1)} s; slowest response ${slowest} ms`,
-      `- Result: no 5xx, no timeout, no change on a refused request`,
+      `- Result: no 5xx, no timeout, no change on a refused request, every body over the JSON limits refused`,
+      `- Deep, wide or long structures: ${shapes.sent} requests, ${shapes.overLimits} of them over the depth or value limit`,
       `- Status codes: ${fmt(statuses)}`,
       '',
       '| Operation | Status codes seen |',

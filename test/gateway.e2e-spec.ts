@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -701,6 +702,41 @@ describe('device gateway', () => {
         .expect(200);
       expect(res.body.data).toMatchObject({ identifier: endpoint, source: 'device_reported' });
       expect(JSON.stringify(res.body.data.owner)).toContain(identifier);
+    });
+
+    it('ignores a report nested too deeply or holding too many values, as any malformed frame', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier);
+      await client.next((f) => f[3] === 'extensions:get');
+      await client.join('extensions', { network_identity: '0.0.1' });
+      client.push('extensions', 'network_identity:attached', {});
+      await client.next((f) => f[3] === 'network_identity:request');
+      const complaints = [jest.spyOn(Logger.prototype, 'error'), jest.spyOn(Logger.prototype, 'warn')];
+      const report = (identities: string) =>
+        `["${client.joinRefs.get('extensions')}","${client.nextRef()}","extensions",` +
+        `"network_identity:report",{"identities":${identities}}]`;
+      const iroh = (endpoint: string, details: string) =>
+        `{"service":"iroh","identifier":"${endpoint}","details":${details}}`;
+      const [deep, besideDeep, wide, later] = Array.from({ length: 4 }, () =>
+        randomBytes(32).toString('hex'),
+      );
+      try {
+        client.sendRaw(report(`[${iroh(deep, `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`)}]`));
+        client.sendRaw(report(`[${iroh(besideDeep, '{}')},${'['.repeat(200_000)}${']'.repeat(200_000)}]`));
+        const keys = Array.from({ length: 60_000 }, (_, i) => `"k${i}":1`).join(',');
+        client.sendRaw(report(`[${iroh(wide, `{${keys}}`)}]`));
+        await settle(client);
+        expect(client.pending()).toEqual([]);
+        for (const complaint of complaints) expect(complaint).not.toHaveBeenCalled();
+      } finally {
+        for (const complaint of complaints) complaint.mockRestore();
+      }
+      for (const endpoint of [deep, besideDeep, wide]) {
+        await a.http().get(`/api/orgs/${org}/iroh_endpoints/${endpoint}`).set(admin.auth).expect(404);
+      }
+      client.sendRaw(report(`[${iroh(later, '{"a":{"b":[1]}}')}]`));
+      await settle(client);
+      await a.http().get(`/api/orgs/${org}/iroh_endpoints/${later}`).set(admin.auth).expect(200);
     });
 
     it('answers a message for an extension that was not offered with the detach error', async () => {

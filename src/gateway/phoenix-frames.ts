@@ -1,3 +1,5 @@
+import { jsonTextProblem } from '../common/validation/json-limits';
+
 /**
  * Phoenix channel V2 JSON framing: every frame is a text frame holding `[join_ref, ref, topic, event, payload]`.
  * Pure functions, so that every malformed input is rejected here (never thrown past the socket handler).
@@ -38,9 +40,13 @@ function isName(value: unknown): value is string {
 
 /**
  * Decodes one text frame. Returns null for anything that is not a well-formed V2 frame (not JSON, not a
- * 5-element array, refs or names of the wrong type). A payload that is not an object becomes `{}`.
+ * 5-element array, refs or names of the wrong type, nested deeper or holding more values than the JSON limits
+ * allow). A payload that is not an object becomes `{}`.
  */
 export function decodeFrame(data: string): PhoenixFrame | null {
+  // Before parsing: JSON.parse builds any depth, but what walks a payload later (iroh details checks,
+  // JSON.stringify) recurses.
+  if (jsonTextProblem(data) !== null) return null;
   let value: unknown;
   try {
     value = JSON.parse(data);

@@ -33,7 +33,11 @@ export class AuthErrorBody {
 }
 
 const ERROR_DOCS: Record<number, { description: string; type: Type<unknown> }> = {
-  400: { description: 'Body is not valid JSON or not a JSON object', type: DetailErrorBody },
+  400: {
+    description:
+      'Body is not valid JSON, not a JSON object, nested too deeply or holding too many values (see the API description)',
+    type: DetailErrorBody,
+  },
   401: { description: 'Missing, malformed, unknown, revoked or expired token', type: AuthErrorBody },
   403: {
     description:

@@ -8,6 +8,7 @@ import {
   checkInstance,
   DEFAULT_INSTANCE,
   DETAILS_MAX_BYTES,
+  DETAILS_MAX_DEPTH,
   ENDPOINT_ID_PATTERN,
   INSTANCE_MAX_LENGTH,
 } from './iroh-fields';
@@ -52,7 +53,10 @@ const DetailsField = () =>
       additionalProperties: true,
       nullable: true,
       default: {},
-      description: `Free-form, non-authoritative, never a secret; at most ${DETAILS_MAX_BYTES} bytes serialized`,
+      description:
+        `Free-form, non-authoritative, never a secret; at most ${DETAILS_MAX_BYTES} bytes serialized and ` +
+        `${DETAILS_MAX_DEPTH} levels of objects and arrays deep (\`details\` itself is the first), else a 422 ` +
+        'on `details`; no NUL characters or unpaired surrogates',
       example: { hostname: 'build-box' },
     }),
   );
