@@ -81,6 +81,8 @@ interface Fixture {
   key: string;
   iroh: string;
   member: string;
+  /** A spare personal access token of each signed-in caller (`/api/users/me/tokens/:id` is the caller's own). */
+  tokens: Record<'outsider' | Role, string>;
 }
 
 type Caller = 'no token' | 'expired token' | 'outsider' | 'view' | 'manage' | 'admin' | 'read token';
@@ -129,10 +131,26 @@ describe('isolation matrix: every route × every kind of caller', () => {
       .expect(201);
     const member = await t.fixtures.user();
     await t.fixtures.addMember(org, member, 'view');
-    return { product, device, script: String(script.body.data.id), key, iroh, member: member.user.email };
+    const spareToken = async (user: TestUser): Promise<string> =>
+      String((await api().post('/api/users/me/tokens').set(user.auth).send({}).expect(201)).body.data.id);
+    const tokens = {
+      outsider: await spareToken(outsider),
+      view: await spareToken(members.view!),
+      manage: await spareToken(members.manage!),
+      admin: await spareToken(admin),
+    };
+    return {
+      product,
+      device,
+      script: String(script.body.data.id),
+      key,
+      iroh,
+      member: member.user.email,
+      tokens,
+    };
   }
 
-  function fill(route: AppRoute, fx: Fixture): string {
+  function fill(route: AppRoute, fx: Fixture, caller: Caller = 'admin'): string {
     return route.path.replace(/:([A-Za-z_]+)/g, (_, param: string) => {
       switch (param) {
         case 'org_name':
@@ -142,7 +160,8 @@ describe('isolation matrix: every route × every kind of caller', () => {
         case 'identifier':
           return route.path.includes('/iroh_endpoints/') ? fx.iroh : fx.device;
         case 'id':
-          return fx.script;
+          if (!route.path.startsWith('/api/users/me/tokens/')) return fx.script;
+          return caller in fx.tokens ? fx.tokens[caller as keyof Fixture['tokens']] : fx.tokens.admin;
         case 'uuid':
           return randomUUID();
         case 'email':
@@ -226,7 +245,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
         const want = expected(route, caller);
         // A change that is allowed gets its own fixtures, so that it cannot spoil the next case.
         const fx = want.kind === 'allowed' && route.method !== 'GET' ? await fixture() : shared;
-        const path = fill(route, fx);
+        const path = fill(route, fx, caller);
         const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
         let req = t.http()[method](path).set(authFor(caller));
         if (method !== 'get' && method !== 'delete') req = req.send({});
