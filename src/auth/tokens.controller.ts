@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
-import { ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Actor } from '../common/auth/actor';
 import { CurrentActor, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
@@ -35,6 +35,11 @@ export class TokensController {
     data: TokenCreatedView,
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/users/me/tokens/{id}' } },
+  })
+  @ApiBody({
+    type: CreateTokenDto,
+    required: false,
+    description: 'Every field is optional; no body at all is fine',
   })
   create(@CurrentActor() actor: Actor, @Body() body: CreateTokenDto) {
     return this.tokens.createForUser(actor, body);

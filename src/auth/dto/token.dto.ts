@@ -62,6 +62,7 @@ export class CreateTokenDto {
     doc: {
       description: '`all` (the default) or `read`: a read token can make only GET calls',
       example: 'read',
+      nullable: true,
     },
   })
   scope?: TokenScope | null;
