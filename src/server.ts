@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
+import { ExpressHttpAdapter } from './common/http/express-adapter';
 import { AppLogger } from './common/http/logger';
 import type { AppConfig } from './config/config';
 import { DatabaseLocation } from './database/database-url';
@@ -52,6 +53,7 @@ export async function startServer(config: AppConfig, options: ServerOptions = {}
     // logged while the modules start (a generated server key, say) must not wait for it.
     const app = await NestFactory.create<NestExpressApplication>(
       AppModule.register(config, databaseUrl, logger),
+      new ExpressHttpAdapter(),
       { bodyParser: false, logger },
     );
     configureHttpApp(app);

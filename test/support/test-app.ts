@@ -8,6 +8,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module';
+import { ExpressHttpAdapter } from '../../src/common/http/express-adapter';
 import { AppLogger } from '../../src/common/http/logger';
 import { type AppConfig, loadConfig } from '../../src/config/config';
 import { configureHttpApp } from '../../src/http-app';
@@ -58,7 +59,10 @@ export async function createTestApp(
     builder.overrideProvider(provide).useValue(useValue);
   }
   const moduleRef = await builder.compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger });
+  const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
+    bodyParser: false,
+    logger,
+  });
   configureHttpApp(app);
   await app.init();
   const db = app.get(DataSource);
