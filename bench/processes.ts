@@ -67,20 +67,24 @@ export function stopProcess(child: ChildProcess): Promise<void> {
 
 export interface ProcStat {
   rss: number;
+  /** User + system. */
   cpuSeconds: number;
+  userSeconds: number;
+  systemSeconds: number;
 }
 
-/** RSS (bytes) and CPU time (user + system, seconds) of a process, from /proc; zeros when it is gone. */
+/** RSS (bytes) and CPU time (seconds) of a process, from /proc; zeros when it is gone. */
 export function procStat(pid: number | undefined): ProcStat {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-    return { rss, cpuSeconds: ticks / 100 };
+    const userSeconds = Number(fields[11]) / 100; // utime, in clock ticks
+    const systemSeconds = Number(fields[12]) / 100; // stime
+    return { rss, cpuSeconds: userSeconds + systemSeconds, userSeconds, systemSeconds };
   } catch {
-    return { rss: 0, cpuSeconds: 0 };
+    return { rss: 0, cpuSeconds: 0, userSeconds: 0, systemSeconds: 0 };
   }
 }
 

@@ -1,10 +1,12 @@
 /**
- * CPU profile of the built server under one path's load (for investigating a missed goal):
- *   npm run bench:profile -- [--quick] [--duration=5] [--connections=16] <path>    e.g. /api/users/me
- * Uses the seeded bench database (run the bench once first), starts `node --cpu-prof <build>/src/main.js` with the
- * harness's settings, drives it with autocannon, stops it and prints the server's CPU time per request, the top
- * packages and the top functions by self time. The .cpuprofile stays in .bench-data/profiles/ (open it in Chrome
- * DevTools).
+ * One path's cost on one server, for investigating a goal (uses the seeded bench database: run the bench once first):
+ *   npm run bench:profile -- [--quick] [--floor] [--no-cpu-prof] [--runs=3] [--requests=N | --duration=5]
+ *                            [--connections=16] <path>                                  e.g. /api/users/me
+ * Starts the built server (or, with --floor, the floor) with the harness's settings, warms it up for a second, then
+ * drives it with autocannon `runs` times and prints for each run the requests per second and the server's CPU time
+ * per request (user and system, from /proc), then the medians. Under `--cpu-prof` (the default; --no-cpu-prof for
+ * clean numbers: the profiler itself costs CPU) it also prints the top packages and functions by self time; the
+ * .cpuprofile stays in .bench-data/profiles/ (open it in Chrome DevTools).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -22,19 +24,30 @@ interface ProfileNode {
 }
 interface CpuProfile {
   nodes: ProfileNode[];
+  /** µs on the monotonic clock (process.hrtime's). */
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
 }
 
 const argv = process.argv.slice(2);
+const flag = (name: string) => argv.includes(`--${name}`);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-const quick = argv.includes('--quick');
+const floor = flag('floor');
+const cpuProf = !flag('no-cpu-prof');
+const runs = Number(option('runs') ?? 1);
+const requests = option('requests') === undefined ? undefined : Number(option('requests'));
 const duration = Number(option('duration') ?? 5);
 const connections = Number(option('connections') ?? 16);
 const path = argv.find((a) => a.startsWith('/')) ?? '/api/users/me';
+const RATE_LIMIT_API_PER_MIN = '10000000';
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 
 async function main(): Promise<void> {
-  const database = await startDatabase(quick ? 'quick' : 'full', (m) => process.stderr.write(`${m}\n`));
+  const database = await startDatabase(flag('quick') ? 'quick' : 'full', (m) =>
+    process.stderr.write(`${m}\n`),
+  );
   const db = new Client({ connectionString: database.url });
   await db.connect();
   const { rows } = await db.query<{ info: SeedInfo }>(`SELECT info FROM bench_seed LIMIT 1`);
@@ -43,9 +56,10 @@ async function main(): Promise<void> {
   const dir = join(BENCH_DATA, 'profiles');
   await mkdir(dir, { recursive: true });
   const before = new Set(readdirSync(dir));
+  const script = floor ? join(BUILD_DIR, 'bench/floor-server.js') : join(BUILD_DIR, 'src/main.js');
   const child = spawn(
     process.execPath,
-    ['--cpu-prof', `--cpu-prof-dir=${dir}`, join(BUILD_DIR, 'src/main.js')],
+    [...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), script],
     {
       cwd: ROOT,
       env: {
@@ -54,7 +68,8 @@ async function main(): Promise<void> {
         PORT: '0',
         LOG_LEVEL: 'warn',
         FLEETHUB_DATA_DIR: join(BENCH_DATA, 'server'),
-        FLEETHUB_RATE_LIMIT_API_PER_MIN: '10000000',
+        FLEETHUB_RATE_LIMIT_API_PER_MIN: RATE_LIMIT_API_PER_MIN,
+        FLOOR_RATE_LIMIT_API_PER_MIN: RATE_LIMIT_API_PER_MIN,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -67,42 +82,82 @@ async function main(): Promise<void> {
       if (m) resolve(m[1]);
     });
   });
-  const cpu0 = procStat(child.pid).cpuSeconds;
-  const result = await autocannon({
-    url: url + path,
-    connections,
-    duration,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const cpu1 = procStat(child.pid).cpuSeconds;
-  process.stderr.write(
-    `${path}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, non2xx ${result.non2xx}; ` +
-      `server CPU ${((1000 * (cpu1 - cpu0)) / result.requests.total).toFixed(3)} ms per request (under --cpu-prof)\n`,
+  const load = (seconds: number, amount?: number) =>
+    autocannon({
+      url: url + path,
+      connections,
+      ...(amount === undefined ? { duration: seconds } : { amount }),
+      headers: { authorization: `Bearer ${token}` },
+    });
+  await load(1);
+  const loadStarted = monotonicMicros();
+  const measured: { rps: number; userMs: number; systemMs: number }[] = [];
+  for (let run = 1; run <= runs; run++) {
+    const cpu0 = procStat(child.pid);
+    const result = await load(duration, requests);
+    const cpu1 = procStat(child.pid);
+    const n = result.requests.total;
+    const m = {
+      rps: Math.round(result.requests.average),
+      userMs: (1000 * (cpu1.userSeconds - cpu0.userSeconds)) / n,
+      systemMs: (1000 * (cpu1.systemSeconds - cpu0.systemSeconds)) / n,
+    };
+    measured.push(m);
+    process.stderr.write(
+      `run ${run}: ${floor ? 'floor' : 'fleethub'} ${path}: ${m.rps} req/s, p99 ${result.latency.p99} ms, ` +
+        `non2xx ${result.non2xx}; CPU per request ${(m.userMs + m.systemMs).toFixed(3)} ms ` +
+        `(user ${m.userMs.toFixed(3)}, system ${m.systemMs.toFixed(3)})${cpuProf ? ' under --cpu-prof' : ''}\n`,
+    );
+  }
+  const loadEnded = monotonicMicros();
+  const user = median(measured.map((m) => m.userMs));
+  const system = median(measured.map((m) => m.systemMs));
+  process.stdout.write(
+    `${floor ? 'floor' : 'fleethub'} ${path}: median of ${runs}: ${median(measured.map((m) => m.rps))} req/s, ` +
+      `CPU per request ${median(measured.map((m) => m.userMs + m.systemMs)).toFixed(3)} ms ` +
+      `(user ${user.toFixed(3)}, system ${system.toFixed(3)}); load average ${loadAverage()}\n`,
   );
   await new Promise((resolve) => {
     child.once('exit', resolve);
     child.kill('SIGINT');
   });
   await database.stop();
+  if (cpuProf) printProfile(dir, before, loadStarted, loadEnded);
+}
+
+const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
+/** Only the samples taken while the measured load ran: not the start, the warm-up or the shutdown. */
+function printProfile(dir: string, before: Set<string>, from: number, to: number): void {
   const file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no new .cpuprofile in ${dir}`);
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let at = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at >= from && at <= to) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const fn = new Map<string, number>();
   const pkg = new Map<string, number>();
   for (const [id, us] of self) {
     const { callFrame: cf } = byId.get(id)!;
-    const where = cf.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '');
+    // The build the run made lives under node_modules/.cache/fleethub-bench/run-<pid>/: its files are fleethub's.
+    const where = cf.url
+      .replace(/^file:\/\//, '')
+      .replace(`${ROOT}/`, '')
+      .replace(/^node_modules\/\.cache\/fleethub-bench\/[^/]+\//, 'build/');
     const key = `${cf.functionName || '(anonymous)'} ${where}:${cf.lineNumber + 1}`;
     fn.set(key, (fn.get(key) ?? 0) + us);
     const owner =
-      /node_modules\/((@[^/]+\/)?[^/]+)/.exec(
-        where.replace(/^.*node_modules\/\.cache\/[^/]+\/[^/]+\//, ''),
-      )?.[1] ??
-      (where.includes('/src/') || where.startsWith('dist/')
+      /node_modules\/((@[^/]+\/)?[^/]+)/.exec(where)?.[1] ??
+      (where.startsWith('build/') || where.startsWith('dist/')
         ? 'fleethub'
         : where.startsWith('node:')
           ? 'node core'
@@ -118,7 +173,7 @@ async function main(): Promise<void> {
       .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
   process.stdout.write(
     `profile: ${join(dir, file)}\n\nTop packages by self time:\n${top(pkg, 15).join('\n')}\n\n` +
-      `Top functions by self time:\n${top(fn, 30).join('\n')}\n`,
+      `Top functions by self time:\n${top(fn, 40).join('\n')}\n`,
   );
 }
 

@@ -166,7 +166,28 @@ export async function startDatabase(mode: string, log: Log): Promise<Database> {
   });
   const url = await pg.start();
   log(`database: embedded PostgreSQL in .bench-data/postgres (database fleethub_bench_${mode})`);
-  return { url, stop: () => pg.stop(), embedded: true };
+  return { url, stop: () => stopUnlessShared(pg, url, log), embedded: true };
+}
+
+/**
+ * Stops the cluster this run started, unless another client is still connected (another benchmark, or a profile,
+ * that adopted the running cluster: stopping it would break that run).
+ */
+async function stopUnlessShared(pg: EmbeddedPostgres, url: string, log: Log): Promise<void> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    if (rows[0].n > 0) {
+      log(`database: left running, ${rows[0].n} other connection(s) still use it`);
+      return;
+    }
+  } finally {
+    await db.end();
+  }
+  await pg.stop();
 }
 
 /** The server's own migrations; the names of those applied now. */
