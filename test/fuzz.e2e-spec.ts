@@ -402,7 +402,7 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
   const statuses = new Map<number, number>();
   const perOperation = new Map<string, Map<number, number>>();
   let requests = 0;
-  let slowest = 0;
+  let slowest = { ms: 0, what: '' };
   const shapes = { sent: 0, overLimits: 0 };
 
   async function fingerprint(): Promise<string> {
@@ -639,7 +639,14 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
           const t0 = Date.now();
           const res = await req;
           const took = Date.now() - t0;
-          slowest = Math.max(slowest, took);
+          if (took > slowest.ms) {
+            const body = shaped
+              ? `, ${shaped.name}`
+              : s.body.kind === 'raw'
+                ? `, a raw ${s.body.type} body`
+                : '';
+            slowest = { ms: took, what: `${op.method.toUpperCase()} ${op.path} → ${res.status}${body}` };
+          }
           requests += 1;
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           const key = `${op.method.toUpperCase()} ${op.path}`;
@@ -708,7 +715,7 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
       '',
       `- Date: ${new Date().toISOString()}`,
       `- Requests: ${requests} over ${ops.length} operations, seed ${SEED}`,
-      `- Duration: ${(durationMs / 1000).toFixed(1)} s; slowest response ${slowest} ms`,
+      `- Duration: ${(durationMs / 1000).toFixed(1)} s; slowest response ${slowest.ms} ms (${slowest.what})`,
       `- Result: no 5xx, no timeout, no change on a refused request, every body over the JSON limits refused`,
       `- Deep, wide or long structures: ${shapes.sent} requests, ${shapes.overLimits} of them over the depth or value limit`,
       `- Status codes: ${fmt(statuses)}`,

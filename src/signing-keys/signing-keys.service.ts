@@ -6,6 +6,7 @@ import type { Actor, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
+import { hasMoreCodePoints } from '../common/values';
 import { isValidSigningKey } from '../firmware/fwup';
 import { SigningKey } from '../firmware/signing-key.entity';
 import { Org } from '../orgs/org.entity';
@@ -63,7 +64,7 @@ export class SigningKeysService {
   }
 
   private async insert(orgId: string, name: string, key: string, actor: Actor | null): Promise<SigningKey> {
-    if (name === '' || [...name].length > 255) {
+    if (name === '' || hasMoreCodePoints(name, 255)) {
       throw DomainError.invalidField(
         'name',
         name === '' ? "can't be blank" : 'should be at most 255 character(s)',

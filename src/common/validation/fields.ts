@@ -3,7 +3,7 @@ import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ValidateBy, type ValidationArguments } from 'class-validator';
 import { isPlainObject } from './validation.pipe';
-import { isUnstorableText } from '../values';
+import { hasMoreCodePoints, isUnstorableText } from '../values';
 
 /** A check returns null when the value is fine, else the one message the client sees. */
 type Check = (value: unknown, object: object) => string | null;
@@ -44,7 +44,7 @@ export function checkString(value: unknown, options: StringFieldOptions): string
   if (typeof value !== 'string')
     return value === null && options.required ? "can't be blank" : 'must be a string';
   if ((options.required || options.nonBlank) && value.trim() === '') return "can't be blank";
-  if (options.max !== undefined && [...value].length > options.max) {
+  if (options.max !== undefined && hasMoreCodePoints(value, options.max)) {
     return `should be at most ${options.max} character(s)`;
   }
   if (options.maxBytes !== undefined && Buffer.byteLength(value, 'utf8') > options.maxBytes) {
@@ -132,7 +132,7 @@ export function checkTags(value: unknown): string | null {
   }
   const tags = (pieces as string[]).map((p) => p.trim()).filter((p) => p !== '');
   if (tags.length > MAX_TAGS) return `should have at most ${MAX_TAGS} tags`;
-  if (tags.some((tag) => [...tag].length > MAX_TAG_LENGTH))
+  if (tags.some((tag) => hasMoreCodePoints(tag, MAX_TAG_LENGTH)))
     return `each tag should be at most ${MAX_TAG_LENGTH} characters`;
   if (tags.some((tag) => tag.includes('\u0000'))) return 'must not contain NUL characters';
   if (tags.some(isUnstorableText)) return 'must be valid Unicode text (no unpaired surrogates)';
