@@ -5,7 +5,7 @@
  * is the one of that build.
  */
 import { randomBytes } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +25,8 @@ import {
   type UploadRun,
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
-import { type Goal, type SocketResults, socketGoals, socketScenarios } from './sockets';
+import { describeLoad, watchLoad } from './machine-load';
+import { type Goal, type SocketResults, type SocketRun, socketGoals, socketScenarios } from './sockets';
 
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
@@ -38,11 +39,16 @@ const WARMUP = QUICK ? 1 : 2;
 const CONNECTIONS = 16;
 const ONLY = option('only')?.split(',');
 const UPLOAD_MIB = Number(option('upload-mib') ?? 200);
+const SOCKET_RUNS = Number(option('socket-runs') ?? 3);
 /**
  * The per-token API limit both servers run with: one token sends thousands of requests a second, which the default
  * (6,000/min) would answer with 429; the maximum keeps the limiter's work in the measurement without refusing.
  */
 const RATE_LIMIT_API_PER_MIN = 10_000_000;
+
+/** The benchmark's processes outside this harness's tree (PostgreSQL's postmaster, once known). */
+let databaseRoots: number[] = [];
+const benchmarkRoots = () => databaseRoots;
 
 const t0 = Date.now();
 const log = (msg: string) =>
@@ -118,14 +124,16 @@ async function measure(
 ): Promise<Measurement> {
   if (WARMUP > 0) await cannon(server.url, scenario, token, WARMUP, connections);
   const before = procStat(server.child.pid);
+  const window = watchLoad(benchmarkRoots);
   const started = Date.now();
   const result = await cannon(server.url, scenario, token, DURATION, connections);
+  const machine = window.stop();
   const after = procStat(server.child.pid);
   const cpu = Math.round((100 * (after.cpuSeconds - before.cpuSeconds)) / ((Date.now() - started) / 1000));
-  const s = summarise(result, cpu);
+  const s = { ...summarise(result, cpu), machine };
   log(
     `  ${label.padEnd(8)} ${String(s.requests_per_s).padStart(6)} req/s  p50 ${s.latency_ms.p50} ms  p99 ${s.latency_ms.p99} ms` +
-      `  max ${s.latency_ms.max} ms  err ${s.errors}  non2xx ${s.non_2xx}  cpu ${cpu}%`,
+      `  max ${s.latency_ms.max} ms  err ${s.errors}  non2xx ${s.non_2xx}  cpu ${cpu}%  (${describeLoad(machine)})`,
   );
   return s;
 }
@@ -350,7 +358,7 @@ async function uploadOnce(fleethub: Started, info: SeedInfo, sizeMib: number): P
 function goalsOf(
   results: ScenarioResult[],
   upload: (UploadRun & { warmup: UploadRun }) | null,
-  sockets: SocketResults | null,
+  sockets: SocketRun[],
 ): Goal[] {
   const goals: Goal[] = [];
   const hot = results.filter((r) => r.hot && r.ratio_to_floor !== undefined);
@@ -419,6 +427,21 @@ function goalsOf(
   return goals;
 }
 
+/** The server process of this session's database connection. */
+async function backendPid(db: Client): Promise<number> {
+  return (await db.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0].pid;
+}
+
+/** PostgreSQL's postmaster (the parent of a backend) when the database runs on this machine; null otherwise. */
+function postmasterPid(backend: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${backend}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
@@ -438,6 +461,8 @@ async function main(): Promise<void> {
     await db.query(`DELETE FROM iroh_endpoints WHERE inserted_at > $1`, [info.seededAt]);
     await db.query(`DELETE FROM firmwares WHERE product_id = $1`, [info.productId]);
     await db.query(`ANALYZE iroh_endpoints`);
+    const postgres = postmasterPid(await backendPid(db));
+    databaseRoots = postgres === null ? [] : [postgres];
 
     const pgVersion = (await db.query<{ server_version: string }>(`SHOW server_version`)).rows[0]
       .server_version;
@@ -528,11 +553,22 @@ async function main(): Promise<void> {
 
     let sockets: Report['device_sockets'] = null;
     if (!flag('no-sockets') && (!ONLY || ONLY.includes('sockets'))) {
-      log(`scenario sockets: simulated devices (gateway simulator)`);
-      try {
-        sockets = {
-          results: await socketScenarios({
-            fleethub,
+      // Socket figures swing with the machine's load from run to run: published as the median and range of several
+      // runs, each on a fresh server, with the machine's load during each.
+      const runs: SocketRun[] = [];
+      const watch = () => watchLoad(benchmarkRoots);
+      for (let run = 1; run <= SOCKET_RUNS; run++) {
+        log(
+          `scenario sockets, run ${run} of ${SOCKET_RUNS}: simulated devices (gateway simulator), fresh server`,
+        );
+        const window = watch();
+        let server: Started | undefined;
+        let results: SocketResults | null = null;
+        let error: string | null = null;
+        try {
+          server = await startFleethub(`fleethub-sockets-${run}`);
+          results = await socketScenarios({
+            fleethub: server,
             info,
             log,
             startFleethub,
@@ -545,16 +581,22 @@ async function main(): Promise<void> {
             signingKey: benchSigningKey().privateKey,
             benchData: BENCH_DATA,
             db,
-          }),
-          error: null,
-        };
-      } catch (err) {
-        log(`  device sockets failed: ${errorText(err)}`);
-        sockets = { results: null, error: (err instanceof Error ? err.message : String(err)).slice(0, 500) };
+            watchLoad: watch,
+          });
+        } catch (err) {
+          log(`  device sockets failed: ${errorText(err)}`);
+          error = (err instanceof Error ? err.message : String(err)).slice(0, 500);
+        } finally {
+          if (server) await stopProcess(server.child);
+        }
+        const machine = window.stop();
+        log(`  run ${run}: ${describeLoad(machine)}`);
+        runs.push({ run, results, error, machine });
       }
+      sockets = { runs };
     }
 
-    const goals = goalsOf(results, upload, sockets?.results ?? null);
+    const goals = goalsOf(results, upload, sockets?.runs ?? []);
     const cpus = os.cpus();
     const report: Report = {
       generated_by: 'bench/bench.ts',

@@ -1,5 +1,6 @@
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
-import type { Goal, SocketResults, UpgradeLatency } from './sockets';
+import type { LoadWindow } from './machine-load';
+import { describeSpread, type Goal, type SocketRun, socketFigures, type Spread } from './sockets';
 
 /** One autocannon run against one server. */
 export interface Measurement {
@@ -10,6 +11,8 @@ export interface Measurement {
   non_2xx: number;
   /** The server process's CPU time over the run (100 = one core). */
   server_cpu_percent: number;
+  /** What else the machine did during the run. */
+  machine?: LoadWindow;
 }
 
 /** The answers checked before measuring. */
@@ -72,8 +75,8 @@ export interface Report {
   scenarios: ScenarioResult[];
   upload: (UploadRun & { warmup: UploadRun }) | null;
   goals: Goal[];
-  /** null: not run (--no-sockets, --only); `error` when the scenarios failed. */
-  device_sockets: { results: SocketResults | null; error: string | null } | null;
+  /** null: not run (--no-sockets, --only). */
+  device_sockets: { runs: SocketRun[] } | null;
   duration_s: number;
 }
 
@@ -127,13 +130,13 @@ export function renderMarkdown(r: Report): string {
   lines.push('## Results');
   lines.push('');
   lines.push(
-    '| Scenario | Server | req/s | p50 ms | p99 ms | max ms | errors / non-2xx | server CPU | ratio to floor | load avg |',
+    "| Scenario | Server | req/s | p50 ms | p99 ms | max ms | errors / non-2xx | server CPU | ratio to floor | load avg | other processes' CPU |",
   );
-  lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of r.scenarios) {
     const row = (label: string, x: Measurement, ratio: string) =>
       `| ${label === 'fleethub' ? `\`${s.name}\`: ${s.title}` : ''} | ${label} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ` +
-      `${x.latency_ms.max} | ${x.errors} / ${x.non_2xx} | ${x.server_cpu_percent} % | ${ratio} | ${label === 'fleethub' ? fmt(s.load_average_before) : ''} |`;
+      `${x.latency_ms.max} | ${x.errors} / ${x.non_2xx} | ${x.server_cpu_percent} % | ${ratio} | ${x.machine ? `${x.machine.load_average_1m.start} → ${x.machine.load_average_1m.end}` : label === 'fleethub' ? fmt(s.load_average_before) : ''} | ${x.machine ? `${x.machine.cpu_percent.other} %${x.machine.cpu_percent.steal > 0 ? ` (steal ${x.machine.cpu_percent.steal} %)` : ''}` : '–'} |`;
     lines.push(row('fleethub', s.fleethub, s.ratio_to_floor !== undefined ? `**${s.ratio_to_floor}**` : '–'));
     if (s.fleethub_one_client) lines.push(row('fleethub, 1 client', s.fleethub_one_client, ''));
     if (s.floor) lines.push(row('floor', s.floor, ''));
@@ -141,7 +144,10 @@ export function renderMarkdown(r: Report): string {
   lines.push('');
   lines.push(
     '"server CPU" is the server process\'s CPU time over the run (100 % = one core; PostgreSQL and the client are not included). ' +
-      '"load avg" is the machine\'s 1-minute load average when the scenario started (2 cores: above 2 means other work competed). ' +
+      '"load avg" is the machine\'s 1-minute load average at the start and the end of the measurement (2 cores: above 2 means ' +
+      'work waited for a core). "other processes\' CPU" is the share of all cores\' time that processes other than the ' +
+      "benchmark's (servers, client, PostgreSQL) used during the measurement, with the hypervisor's steal when there was any: " +
+      'when it is high, both servers were measured on a busy machine, and the absolute numbers (more than the ratio) are depressed. ' +
       '"1 client" rows: the same requests sent back to back by one connection, the latency a single caller sees; the iroh search goal is judged on them (docs/decisions.md).',
   );
   lines.push('');
@@ -199,79 +205,7 @@ export function renderMarkdown(r: Report): string {
     );
     lines.push('');
   }
-  const sr = r.device_sockets?.results;
-  const c = sr?.connect;
-  const s = sr?.reconnect_storm;
-  if (sr && c && s) {
-    const n = (x: number | null | undefined) => (typeof x === 'number' ? x.toLocaleString('en') : fmt(x));
-    lines.push('## Device sockets (gateway simulator)');
-    lines.push('');
-    lines.push(
-      `Simulated NervesHubLink devices from \`src/gateway/simulator.ts\` (NH1 product shared secret; the devices are ` +
-        `registered beforehand in one INSERT, so registration on first connect is not measured; joined to \`device\`, \`console\` and \`extensions\`), in their own product, held by ${fmt(sr.client_processes)} ` +
-        `client processes (\`bench/sockets.ts\`); clients, server(s) and PostgreSQL on the same machine.`,
-    );
-    lines.push('');
-    if (sr.server_fd_limit) {
-      const l = sr.server_fd_limit;
-      lines.push(
-        `Every device socket is an open file of the server process. Its limit here is ${n(l.soft)} (soft) / ${n(l.hard)} (hard)` +
-          `${l.soft_is_hard ? ', the soft limit raised to the hard one' : ' (the soft limit is NOT the hard one)'}; ` +
-          `${n(sr.fd_reserve)} are kept for the server's other descriptors, so one process here can hold at most ` +
-          `${n(Math.max(0, l.soft - sr.fd_reserve))} device sockets. ` +
-          (sr.capped_by_fd_limit
-            ? `**N is capped by the machine's descriptor limit**: ${n(sr.devices)} devices were measured instead of the ` +
-              `${n(sr.devices_requested)} asked for; the goal's per-connection figure is judged at that N.`
-            : `N = ${n(sr.devices)} (not capped).`),
-      );
-      lines.push('');
-    }
-    lines.push('| Scenario | Result |');
-    lines.push('| --- | --- |');
-    lines.push(
-      `| connect ${n(sr.devices)} devices at once, one server process | all joined in ${fmt(c.all_joined_ms)} ms ` +
-        `(${n(c.joined)}/${n(sr.devices)}, ${fmt(c.failed_attempts)} failed attempts; ${fmt(c.listen_queue_overflows)} listen-queue overflows) |`,
-    );
-    lines.push(
-      `| server memory per connection (after all joined + ${fmt(c.settle_ms)} ms − before) ÷ ${n(c.joined)} | ` +
-        `**${fmt(c.server_kib_per_device)} KiB RSS** (${fmt(c.server_rss_before_mib)} → ${fmt(c.server_rss_connected_mib)} MiB); ` +
-        `V8 heap used ${fmt(c.server_heap_kib_per_device)} KiB (${fmt(c.server_heap_before_mib)} → ${fmt(c.server_heap_connected_mib)} MiB); ` +
-        `external ${fmt(c.server_external_kib_per_device)} KiB; open files ${fmt(c.server_open_fds_before)} → ${fmt(c.server_open_fds_connected)}` +
-        `${c.not_joined ? `; not joined: ${c.not_joined.join(', ')}` : ''} |`,
-    );
-    lines.push(
-      `| reconnect storm: all ${n(sr.devices)} closed by the clients (recorded disconnected in ${fmt(s.disconnect_recorded_ms)} ms), ` +
-        `then ${n(sr.storm_devices)} reconnect at once | all joined in ${fmt(s.all_joined_ms)} ms ` +
-        `(${n(s.joined)}/${n(sr.storm_devices)}; ${n(s.connection_attempts)} attempts, ${fmt(s.failed_attempts)} failed; ` +
-        `${fmt(s.listen_queue_overflows)} listen-queue overflows)` +
-        `${s.not_joined ? `; not joined: ${s.not_joined.join(', ')}` : ''} |`,
-    );
-    const latencyRow = (label: string, u: UpgradeLatency | undefined) =>
-      u &&
-      lines.push(
-        `| ${label} (${u.requests} devices, one at a time) | p50 ${fmt(u.p50_ms)} ms, p99 ${fmt(u.p99_ms)} ms, max ${fmt(u.max_ms)} ms; ` +
-          `${u.frames_received} received, ${u.frames_missing} missing |`,
-      );
-    latencyRow('upgrade → `update` frame, same instance', sr.upgrade_to_frame);
-    latencyRow(
-      'upgrade → `update` frame across instances (request to instance B, socket on A, PgDeviceBus)',
-      sr.upgrade_to_frame_cross,
-    );
-    lines.push('');
-    lines.push(
-      '"listen-queue overflows" is the kernel\'s `ListenOverflows` counter over the phase (machine-wide): handshakes ' +
-        "dropped because the server's accept queue was full, which the clients' TCP retries after 1, 3, 7… s — the " +
-        'long tail of a connect burst. "failed attempts" are connections that errored (reset, refused, non-101) and were retried.',
-    );
-    lines.push('');
-  } else if (r.device_sockets) {
-    lines.push('## Device sockets (gateway simulator)');
-    lines.push('');
-    lines.push(
-      `Not measured: the scenarios failed: \`${(r.device_sockets.error ?? 'no result').replace(/`/g, "'")}\``,
-    );
-    lines.push('');
-  }
+  if (r.device_sockets) renderSockets(r.device_sockets.runs, lines);
   lines.push('## How to run');
   lines.push('');
   lines.push('```sh');
@@ -283,7 +217,7 @@ export function renderMarkdown(r: Report): string {
     '# options: --only=devices_page1,iroh_search_member,upload,sockets  --duration=5  --no-floor  --no-upload  --no-sockets',
   );
   lines.push(
-    '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --upload-mib=N  --no-write  --keep-db',
+    '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --socket-runs=N  --upload-mib=N  --no-write  --keep-db',
   );
   lines.push(
     "#          (bench/README.md: details and findings; BENCH_SERVER_NODE_ARGS=... adds flags to the server's node)",
@@ -300,4 +234,166 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push('');
   return `${lines.join('\n')}\n`;
+}
+
+const n = (x: number | null | undefined) => (typeof x === 'number' ? x.toLocaleString('en') : fmt(x));
+const seconds = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? 'not all within the time limit' : `${(ms / 1000).toFixed(1)} s`;
+
+/** A load window in a table cell. */
+function loadCell(w: LoadWindow | undefined): string {
+  if (!w) return '–';
+  return (
+    `load ${w.load_average_1m.start} → ${w.load_average_1m.end} (max ${w.load_average_1m.max}); ` +
+    `CPU: others ${w.cpu_percent.other} %, steal ${w.cpu_percent.steal} %, benchmark ${w.cpu_percent.benchmark} %`
+  );
+}
+
+/** The device-socket runs: one column per run, the median and range of each figure, the machine's load in each. */
+function renderSockets(runs: SocketRun[], lines: string[]): void {
+  lines.push('## Device sockets (gateway simulator)');
+  lines.push('');
+  const first = runs.find((run) => run.results)?.results;
+  if (!first) {
+    lines.push(
+      `Not measured: every run failed: ${runs.map((run) => `\`${(run.error ?? 'no result').replace(/`/g, "'")}\``).join('; ')}`,
+    );
+    lines.push('');
+    return;
+  }
+  lines.push(
+    `Simulated NervesHubLink devices from \`src/gateway/simulator.ts\` (NH1 product shared secret; the devices are ` +
+      `registered beforehand in one INSERT, so registration on first connect is not measured; joined to \`device\`, \`console\` and \`extensions\`), in their own product, held by ${fmt(first.client_processes)} ` +
+      `client processes (\`bench/sockets.ts\`); clients, server(s) and PostgreSQL on the same machine. ` +
+      `**${runs.length} runs**, each on a fresh server process: these figures swing with what else the machine does ` +
+      `(2 cores), so each is given per run and as the median and range, next to the machine's load during each run.`,
+  );
+  lines.push('');
+  if (first.server_fd_limit) {
+    const l = first.server_fd_limit;
+    lines.push(
+      `Every device socket is an open file of the server process. Its limit here is ${n(l.soft)} (soft) / ${n(l.hard)} (hard)` +
+        `${l.soft_is_hard ? ', the soft limit raised to the hard one' : ' (the soft limit is NOT the hard one)'}; ` +
+        `${n(first.fd_reserve)} are kept for the server's other descriptors, so one process here can hold at most ` +
+        `${n(Math.max(0, l.soft - first.fd_reserve))} device sockets. ` +
+        (first.capped_by_fd_limit
+          ? `**N is capped by the machine's descriptor limit**: ${n(first.devices)} devices were measured instead of the ` +
+            `${n(first.devices_requested)} asked for; the goal's per-connection figure is judged at that N.`
+          : `N = ${n(first.devices)} (not capped).`),
+    );
+    lines.push('');
+  }
+  const figures = socketFigures(runs);
+  const header = runs.map((run) => `run ${run.run}`);
+  lines.push(`| Figure | ${header.join(' | ')} | median (range) |`);
+  lines.push(`| --- | ${header.map(() => '---:').join(' | ')} | ---: |`);
+  const row = (label: string, figure: Spread, cell: (v: number | null) => string, summary: string) =>
+    lines.push(`| ${label} | ${figure.values.map(cell).join(' | ')} | ${summary} |`);
+  const plain = (v: number | null) => n(v);
+  const secondsCell = (v: number | null) => (v === null ? '> limit' : `${(v / 1000).toFixed(1)} s`);
+  const msCell = (v: number | null) => (v === null ? '–' : `${v} ms`);
+  const kibCell = (v: number | null) => (v === null ? '–' : `${v} KiB`);
+  row(
+    `connect ${n(first.devices)} devices at once: all joined in`,
+    figures.connect_all_joined_ms,
+    secondsCell,
+    `**${describeSpread(figures.connect_all_joined_ms, ' s', 1000)}**`,
+  );
+  row(
+    `… joined (of ${n(first.devices)})`,
+    figures.connect_joined,
+    plain,
+    describeSpread(figures.connect_joined),
+  );
+  row(
+    '… failed connection attempts (retried)',
+    figures.connect_failed_attempts,
+    plain,
+    describeSpread(figures.connect_failed_attempts),
+  );
+  row(
+    '… listen-queue overflows',
+    figures.connect_listen_queue_overflows,
+    plain,
+    describeSpread(figures.connect_listen_queue_overflows),
+  );
+  row(
+    `server RSS per connection (after all joined + ${fmt(first.connect?.settle_ms)} ms − before, ÷ joined)`,
+    figures.rss_kib_per_device,
+    kibCell,
+    `**${describeSpread(figures.rss_kib_per_device, ' KiB')}**`,
+  );
+  row(
+    '… V8 heap used per connection',
+    figures.heap_kib_per_device,
+    kibCell,
+    describeSpread(figures.heap_kib_per_device, ' KiB'),
+  );
+  row(
+    `reconnect storm: all ${n(first.devices)} closed by the clients, then ${n(first.storm_devices)} reconnect at once: all joined in`,
+    figures.storm_all_joined_ms,
+    secondsCell,
+    `**${describeSpread(figures.storm_all_joined_ms, ' s', 1000)}**`,
+  );
+  row(
+    `… joined (of ${n(first.storm_devices)})`,
+    figures.storm_joined,
+    plain,
+    describeSpread(figures.storm_joined),
+  );
+  row(
+    '… failed connection attempts (retried)',
+    figures.storm_failed_attempts,
+    plain,
+    describeSpread(figures.storm_failed_attempts),
+  );
+  row(
+    '… listen-queue overflows',
+    figures.storm_listen_queue_overflows,
+    plain,
+    describeSpread(figures.storm_listen_queue_overflows),
+  );
+  row(
+    `upgrade → \`update\` frame, same instance (${first.upgrades} devices, one at a time): p50`,
+    figures.upgrade_p50_ms,
+    msCell,
+    describeSpread(figures.upgrade_p50_ms, ' ms'),
+  );
+  row('… p99', figures.upgrade_p99_ms, msCell, `**${describeSpread(figures.upgrade_p99_ms, ' ms')}**`);
+  row(
+    'upgrade → `update` frame across instances (request to instance B, socket on A, PgDeviceBus): p50',
+    figures.cross_p50_ms,
+    msCell,
+    describeSpread(figures.cross_p50_ms, ' ms'),
+  );
+  row('… p99', figures.cross_p99_ms, msCell, `**${describeSpread(figures.cross_p99_ms, ' ms')}**`);
+  const loadRow = (label: string, window: (run: SocketRun) => LoadWindow | undefined) =>
+    lines.push(`| ${label} | ${runs.map((run) => loadCell(window(run))).join(' | ')} | |`);
+  loadRow('machine during the connect phase', (run) => run.results?.connect?.machine);
+  loadRow('machine during the storm', (run) => run.results?.reconnect_storm?.machine);
+  loadRow('machine during the whole run', (run) => run.machine);
+  lines.push('');
+  for (const run of runs) {
+    const notes = [
+      run.error && `failed: \`${run.error.replace(/`/g, "'")}\``,
+      run.results?.connect?.not_joined &&
+        `not joined after connecting: ${run.results.connect.not_joined.join(', ')}`,
+      run.results?.reconnect_storm?.not_joined &&
+        `not joined after the storm: ${run.results.reconnect_storm.not_joined.join(', ')}`,
+      run.results?.reconnect_storm &&
+        `the ${n(first.devices)} disconnections recorded in ${seconds(run.results.reconnect_storm.disconnect_recorded_ms)}`,
+    ].filter(Boolean);
+    if (notes.length) lines.push(`- Run ${run.run}: ${notes.join('; ')}.`);
+  }
+  lines.push('');
+  lines.push(
+    '"listen-queue overflows" is the kernel\'s `ListenOverflows` counter over the phase (machine-wide): handshakes ' +
+      "dropped because the server's accept queue was full, which the clients' TCP retries after 1, 3, 7… s — the " +
+      'long tail of a connect burst. "failed attempts" are connections that errored (reset, refused, non-101) and were retried. ' +
+      '"load" is the 1-minute load average at the start and end of the phase and the highest in between (2 cores: above 2, ' +
+      'work waited for a core); "CPU" splits all cores\' time over the phase: other processes on the machine (not the ' +
+      "benchmark's servers, clients or PostgreSQL), steal (the hypervisor running other guests) and the benchmark itself. " +
+      'A goal is met when most runs meet it.',
+  );
+  lines.push('');
 }
