@@ -370,7 +370,7 @@ describe('devices', () => {
       }
     });
 
-    it('422 when code is missing or not a string; 404 for unknown devices', async () => {
+    it('422 when code is missing, not a string or over 16,384 characters; 404 for unknown devices', async () => {
       await create({ identifier: 'con-2' }).expect(201);
       const res = await t
         .http()
@@ -380,6 +380,22 @@ describe('devices', () => {
         .expect(422);
       expect(res.body).toEqual({ errors: { code: ["can't be blank"] } });
       await t.http().post('/api/devices/con-2/code').set(admin.auth).send({ code: 5 }).expect(422);
+      for (const field of ['code', 'body']) {
+        const tooLong = await t
+          .http()
+          .post('/api/devices/con-2/code')
+          .set(admin.auth)
+          .send({ [field]: 'é'.repeat(16_385) })
+          .expect(422);
+        expect(tooLong.body).toEqual({ errors: { [field]: ['should be at most 16384 character(s)'] } });
+      }
+      // At the bound, the code is accepted and only the device's absence refuses it.
+      await t
+        .http()
+        .post('/api/devices/con-2/code')
+        .set(admin.auth)
+        .send({ code: 'é'.repeat(16_384) })
+        .expect(409);
       await t
         .http()
         .post('/api/devices/none-such/code')

@@ -44,14 +44,25 @@ export class UpgradeDto {
   uuid: string;
 }
 
+/**
+ * Console code reaches the device as one frame per character (NervesHubLink's console protocol): the bound keeps
+ * one call's frames to a burst the device socket sends in a few tens of milliseconds.
+ */
+export const MAX_CONSOLE_CODE_LENGTH = 16_384;
+
 export class ConsoleCodeDto {
   @StringField({
     trim: false,
+    max: MAX_CONSOLE_CODE_LENGTH,
     doc: { example: 'IO.puts("hello")', description: 'Elixir code for the device console' },
   })
   code?: string;
 
-  @StringField({ trim: false, doc: { description: 'Legacy alias of `code`', deprecated: true } })
+  @StringField({
+    trim: false,
+    max: MAX_CONSOLE_CODE_LENGTH,
+    doc: { description: 'Legacy alias of `code`', deprecated: true },
+  })
   body?: string;
 }
 
