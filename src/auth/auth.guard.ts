@@ -10,6 +10,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { readRows } from '../database/read-rows';
 import { joinedProduct } from '../products/products.service';
 import {
   DEVICE_ACCESS,
@@ -140,8 +141,8 @@ export class AuthGuard implements CanActivate {
     const productName = request.params.product_name;
     const rows: (OrgAccessRow & Record<string, unknown>)[] =
       typeof productName === 'string'
-        ? await this.db.query(ORG_AND_PRODUCT_ACCESS, [orgName, request.actor!.userId, productName])
-        : await this.db.query(ORG_ACCESS, [orgName, request.actor!.userId]);
+        ? await readRows(this.db, ORG_AND_PRODUCT_ACCESS, [orgName, request.actor!.userId, productName])
+        : await readRows(this.db, ORG_ACCESS, [orgName, request.actor!.userId]);
     return this.checked(rows[0], role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
@@ -154,7 +155,7 @@ export class AuthGuard implements CanActivate {
   private async deviceAccess(request: AuthenticatedRequest, role: Role): Promise<DeviceAccess> {
     const identifier = request.params.identifier;
     if (typeof identifier !== 'string') throw DomainError.notFound();
-    const rows: DeviceAccessRow[] = await this.db.query(DEVICE_ACCESS, [identifier, request.actor!.userId]);
+    const rows = await readRows<DeviceAccessRow>(this.db, DEVICE_ACCESS, [identifier, request.actor!.userId]);
     return this.checked(rows[0], role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,

@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { type PaginationView, paginationView, type RawQuery } from '../common/http/pagination';
 import { normaliseTags } from '../common/values';
+import { readRows } from '../database/read-rows';
 import { ProductsService } from '../products/products.service';
 import type { Product } from '../products/product.entity';
 import { DeviceConsole, UpdateNotifier } from './device-console';
@@ -76,12 +77,12 @@ export class DevicesService {
     const { where, orderBy, params } = deviceListSql(product.id, listQuery);
     const countQuery = deviceCountSql(product.id, listQuery, where, params);
     const [rows, [{ count }]] = await Promise.all([
-      this.db.query<DeviceRow[]>(devicePageSql(where, orderBy, params), [
+      readRows<DeviceRow>(this.db, devicePageSql(where, orderBy, params), [
         ...params,
         listQuery.page.pageSize,
         listQuery.page.offset,
       ]),
-      this.db.query<{ count: number }[]>(countQuery.sql, countQuery.params),
+      readRows<{ count: number }>(this.db, countQuery.sql, countQuery.params),
     ]);
     return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, count) };
   }

@@ -10,6 +10,7 @@ import {
   isUniqueViolation,
 } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
+import { readRows } from '../database/read-rows';
 import { type PaginationView, paginationView } from '../common/http/pagination';
 import { isPlainObject } from '../common/validation/validation.pipe';
 import { normaliseEmail } from '../users/users.errors';
@@ -127,19 +128,19 @@ export class IrohService {
     const statements = irohListStatements(access.orgId, query);
     switch (statements.kind) {
       case 'all': {
-        const rows: EndpointRow[] = await this.db.query(statements.all.sql, statements.all.params);
+        const rows = await readRows<EndpointRow>(this.db, statements.all.sql, statements.all.params);
         return { data: rows.map(endpointView) };
       }
       case 'searchPage': {
         const { sql, params } = statements.searchPage;
-        const rows: (EndpointRow & { total: number })[] = await this.db.query(sql, params);
+        const rows = await readRows<EndpointRow & { total: number }>(this.db, sql, params);
         const hits = rows.filter((row) => row.identifier !== null);
         return { data: hits.map(endpointView), pagination: paginationView(statements.page, rows[0].total) };
       }
       case 'page': {
         const [rows, [{ total }]] = await Promise.all([
-          this.db.query<EndpointRow[]>(statements.rows.sql, statements.rows.params),
-          this.db.query<{ total: number }[]>(statements.count.sql, statements.count.params),
+          readRows<EndpointRow>(this.db, statements.rows.sql, statements.rows.params),
+          readRows<{ total: number }>(this.db, statements.count.sql, statements.count.params),
         ]);
         return { data: rows.map(endpointView), pagination: paginationView(statements.page, total) };
       }

@@ -12,6 +12,7 @@ import {
   type RawQuery,
 } from '../common/http/pagination';
 import { normaliseTags, parseBigId } from '../common/values';
+import { readRows } from '../database/read-rows';
 import { ProductsService } from '../products/products.service';
 import type { CreateScriptDto, ScriptView, UpdateScriptDto } from './dto/script.dto';
 import { SCRIPT_IN_PRODUCT, SELECT_SCRIPT, type ScriptRow, scriptView } from './script-view';
@@ -136,7 +137,7 @@ export class ScriptsService {
   }
 
   private async load(productId: string, id: string): Promise<ScriptView | null> {
-    const rows: ScriptRow[] = await this.db.query(SCRIPT_IN_PRODUCT, [productId, id]);
+    const rows = await readRows<ScriptRow>(this.db, SCRIPT_IN_PRODUCT, [productId, id]);
     return rows[0] ? scriptView(rows[0]) : null;
   }
 }
