@@ -231,17 +231,31 @@ function reply(res: http.ServerResponse, [status, body, headers]: Answer): void 
   res.end(text);
 }
 
+/** Requests still being answered: the pool ends only after the last (a client may leave before its answer). */
+let inFlight = 0;
+let stopping = false;
+const settled = () => {
+  inFlight -= 1;
+  if (stopping && inFlight === 0) void pool.end().then(() => process.exit(0));
+};
+
 const server = http.createServer((req, res) => {
   req.resume();
+  inFlight += 1;
   route(req).then(
-    (answer) => reply(res, answer),
+    (answer) => {
+      reply(res, answer);
+      settled();
+    },
     (err: unknown) => {
       if (err instanceof DomainError) {
         const { status, body } = errorBody(err);
-        return reply(res, [status, body, err.headers]);
+        reply(res, [status, body, err.headers]);
+      } else {
+        process.stderr.write(`floor: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        reply(res, [500, { errors: { detail: 'Internal Server Error' } }]);
       }
-      process.stderr.write(`floor: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      reply(res, [500, { errors: { detail: 'Internal Server Error' } }]);
+      settled();
     },
   );
 });
@@ -258,6 +272,11 @@ server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', ()
   const { address, port } = server.address() as AddressInfo;
   process.stdout.write(`floor listening on http://${address}:${port}\n`);
 });
-const stop = () => server.close(() => void pool.end().then(() => process.exit(0)));
+const stop = () => {
+  stopping = true;
+  server.close();
+  server.closeAllConnections();
+  if (inFlight === 0) void pool.end().then(() => process.exit(0));
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
