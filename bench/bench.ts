@@ -26,7 +26,16 @@ import {
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
-import { type Goal, type SocketResults, type SocketRun, socketGoals, socketScenarios } from './sockets';
+import {
+  dropSocketProduct,
+  dropStaleSocketProducts,
+  type Goal,
+  type SocketResults,
+  type SocketRun,
+  socketGoals,
+  socketProductName,
+  socketScenarios,
+} from './sockets';
 
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
@@ -284,7 +293,7 @@ async function uploadScenario(fleethub: Started, info: SeedInfo): Promise<Upload
 }
 
 async function uploadOnce(fleethub: Started, info: SeedInfo, sizeMib: number): Promise<UploadRun> {
-  const fwPath = join(BENCH_DATA, 'bench-upload.fw');
+  const fwPath = join(BENCH_DATA, `bench-upload-${process.pid}.fw`);
   const version = `9.${Date.now()}.0`;
   const built = await buildSignedFw(fwPath, {
     product: info.product,
@@ -557,6 +566,7 @@ async function main(): Promise<void> {
       // runs, each on a fresh server, with the machine's load during each.
       const runs: SocketRun[] = [];
       const watch = () => watchLoad(benchmarkRoots);
+      await dropStaleSocketProducts(db, info.orgId, log);
       for (let run = 1; run <= SOCKET_RUNS; run++) {
         log(
           `scenario sockets, run ${run} of ${SOCKET_RUNS}: simulated devices (gateway simulator), fresh server`,
@@ -581,6 +591,7 @@ async function main(): Promise<void> {
             signingKey: benchSigningKey().privateKey,
             benchData: BENCH_DATA,
             db,
+            productName: socketProductName(run),
             watchLoad: watch,
           });
         } catch (err) {
@@ -588,6 +599,9 @@ async function main(): Promise<void> {
           error = (err instanceof Error ? err.message : String(err)).slice(0, 500);
         } finally {
           if (server) await stopProcess(server.child);
+          await dropSocketProduct(db, info.orgId, socketProductName(run)).catch((err: Error) =>
+            log(`  cleanup of ${socketProductName(run)}: ${err.message}`),
+          );
         }
         const machine = window.stop();
         log(`  run ${run}: ${describeLoad(machine)}`);

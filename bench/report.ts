@@ -288,7 +288,9 @@ function renderSockets(runs: SocketRun[], lines: string[]): void {
   lines.push(`| Figure | ${header.join(' | ')} | median (range) |`);
   lines.push(`| --- | ${header.map(() => '---:').join(' | ')} | ---: |`);
   const row = (label: string, figure: Spread, cell: (v: number | null) => string, summary: string) =>
-    lines.push(`| ${label} | ${figure.values.map(cell).join(' | ')} | ${summary} |`);
+    lines.push(
+      `| ${label} | ${figure.values.map((v) => (v === undefined ? 'failed' : cell(v))).join(' | ')} | ${summary} |`,
+    );
   const plain = (v: number | null) => n(v);
   const secondsCell = (v: number | null) => (v === null ? '> limit' : `${(v / 1000).toFixed(1)} s`);
   const msCell = (v: number | null) => (v === null ? '–' : `${v} ms`);

@@ -14,11 +14,12 @@
  *     socket, one device at a time; from sending the request until the device receives the `update` frame.
  *  4. the same across instances: a second fleethub process on the same database (instance B) takes the
  *     request; the device is connected to instance A, B reaches it through the PgDeviceBus (LISTEN/NOTIFY).
- * The devices live in their own product (`bench-sockets`), so the 1M-device product's counts are untouched.
+ * The devices live in a product of the run's own (`bench-sockets-<harness pid>-<run>`), so the 1M-device product's
+ * counts are untouched and harnesses running at the same time do not remove each other's devices or secrets.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, type KeyObject } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from 'pg';
@@ -406,6 +407,35 @@ export interface SocketResults {
   upgrade_to_frame_cross?: UpgradeLatency;
 }
 
+/** The name of run `run`'s product, unique to this harness process. */
+export const socketProductName = (run: number) => `bench-sockets-${process.pid}-${run}`;
+
+/** Removes a product of the socket scenarios with its devices, their pending updates and its firmware rows. */
+export async function dropSocketProduct(db: Client, orgId: string, name: string): Promise<void> {
+  const inProduct = `SELECT id FROM products WHERE org_id = $1 AND name = $2`;
+  await db.query(
+    `DELETE FROM pending_updates WHERE device_id IN (SELECT id FROM devices WHERE product_id IN (${inProduct}))`,
+    [orgId, name],
+  );
+  await db.query(`DELETE FROM devices WHERE product_id IN (${inProduct})`, [orgId, name]);
+  await db.query(`DELETE FROM firmwares WHERE product_id IN (${inProduct})`, [orgId, name]);
+  await db.query(`DELETE FROM products WHERE org_id = $1 AND name = $2`, [orgId, name]);
+}
+
+/** Socket products of harness processes that are gone (an interrupted run); a running harness's stay. */
+export async function dropStaleSocketProducts(db: Client, orgId: string, log: Log): Promise<void> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT name FROM products WHERE org_id = $1 AND name LIKE 'bench-sockets-%'`,
+    [orgId],
+  );
+  for (const { name } of rows) {
+    const pid = Number(/^bench-sockets-(\d+)-\d+$/.exec(name)?.[1] ?? 0);
+    if (pid === 0 || existsSync(`/proc/${pid}`)) continue;
+    log(`  removing ${name}, left by an interrupted run`);
+    await dropSocketProduct(db, orgId, name);
+  }
+}
+
 export interface SocketScenarioOptions {
   fleethub: Started;
   /** Starts another fleethub process on the same database (instance B). */
@@ -420,6 +450,8 @@ export interface SocketScenarioOptions {
   signingKey: KeyObject;
   benchData: string;
   db: Client;
+  /** The product the run creates for its devices (dropSocketProduct removes it). */
+  productName: string;
   /** Starts watching the machine's load (bench/machine-load.ts). */
   watchLoad: () => { stop(): LoadWindow };
 }
@@ -437,11 +469,12 @@ export async function socketScenarios({
   signingKey,
   benchData,
   db,
+  productName,
   watchLoad,
 }: SocketScenarioOptions): Promise<SocketResults> {
   const auth = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
   const org = encodeURIComponent(info.org);
-  const product = 'bench-sockets';
+  const product = productName;
   const base = `${fleethub.url}/api/orgs/${org}/products/${product}`;
   const pid = fleethub.child.pid;
 
@@ -473,23 +506,7 @@ export async function socketScenarios({
   );
   if (limits && limits.soft !== limits.hard) log(`  WARNING: server soft fd limit is not the hard limit`);
 
-  // A fresh product for this run's simulated devices (removed at the end).
-  const cleanProduct = async () => {
-    await db.query(
-      `DELETE FROM pending_updates WHERE device_id IN (SELECT d.id FROM devices d JOIN products p ON p.id = d.product_id WHERE p.org_id = $1 AND p.name = $2)`,
-      [info.orgId, product],
-    );
-    await db.query(
-      `DELETE FROM devices WHERE product_id IN (SELECT id FROM products WHERE org_id = $1 AND name = $2)`,
-      [info.orgId, product],
-    );
-  };
-  await cleanProduct();
-  await db.query(
-    `DELETE FROM firmwares WHERE product_id IN (SELECT id FROM products WHERE org_id = $1 AND name = $2)`,
-    [info.orgId, product],
-  );
-  await db.query(`DELETE FROM products WHERE org_id = $1 AND name = $2`, [info.orgId, product]);
+  // A product for this run's simulated devices (bench.ts removes it once the server has stopped).
   let res = await request(`${fleethub.url}/api/orgs/${org}/products`, {
     method: 'POST',
     headers: auth,
@@ -643,7 +660,7 @@ export async function socketScenarios({
     await sleep(2000);
 
     // 3./4. upgrade-to-frame latency.
-    const fwPath = join(benchData, 'bench-sockets.fw');
+    const fwPath = join(benchData, `bench-sockets-${process.pid}.fw`);
     const version = `1.0.${Date.now()}`;
     await buildSignedFw(fwPath, { product, version, size: 64 * 1024, privateKey: signingKey });
     const head = `--b\r\nContent-Disposition: form-data; name="firmware"; filename="s.fw"\r\nContent-Type: application/octet-stream\r\n\r\n`;
@@ -730,7 +747,6 @@ export async function socketScenarios({
   } finally {
     if (instanceB) await stopProcess(instanceB.child);
     await Promise.all(workers.map(stopWorker));
-    await cleanProduct().catch((err: Error) => log(`  cleanup: ${err.message}`));
   }
   return out;
 }
@@ -750,25 +766,28 @@ export interface SocketRun {
   machine: LoadWindow;
 }
 
-/** One figure over the runs: each run's value (null: not reached, e.g. timed out), the median and the range. */
+/**
+ * One figure over the runs: each run's value (null: not reached, e.g. not all joined in time; undefined: the run
+ * failed), the median and the range of the runs that did not fail.
+ */
 export interface Spread {
-  values: (number | null)[];
-  /** null when the median run did not reach it. */
+  values: (number | null | undefined)[];
+  /** null when the median run did not reach it, or no run finished. */
   median: number | null;
   min: number | null;
   max: number | null;
 }
 
-/** Median and range; a null (not reached in time) sorts above every number. */
+/** Median and range over the runs that finished; a null (not reached in time) sorts above every number. */
 export function spread(values: (number | null | undefined)[]): Spread {
-  const clean = values.map((v) => (v === undefined ? null : v));
-  const sorted = [...clean].sort((a, b) => (a === null ? 1 : b === null ? -1 : a - b));
-  const numbers = clean.filter((v): v is number => v !== null);
+  const finished = values.filter((v): v is number | null => v !== undefined);
+  const sorted = [...finished].sort((a, b) => (a === null ? 1 : b === null ? -1 : a - b));
+  const numbers = finished.filter((v): v is number => v !== null);
   return {
-    values: clean,
+    values,
     median: sorted.length === 0 ? null : sorted[Math.floor((sorted.length - 1) / 2)],
     min: numbers.length ? Math.min(...numbers) : null,
-    max: clean.includes(null) || numbers.length === 0 ? null : Math.max(...numbers),
+    max: finished.includes(null) || numbers.length === 0 ? null : Math.max(...numbers),
   };
 }
 
@@ -776,7 +795,7 @@ export function spread(values: (number | null | undefined)[]): Spread {
 export function socketFigures(runs: SocketRun[]) {
   const ok = runs.map((r) => r.results);
   const pick = (f: (r: SocketResults) => number | null | undefined) =>
-    spread(ok.map((r) => (r ? f(r) : null)));
+    spread(ok.map((r) => (r ? (f(r) ?? null) : undefined)));
   return {
     connect_all_joined_ms: pick((r) => r.connect?.all_joined_ms),
     connect_joined: pick((r) => r.connect?.joined),
@@ -799,9 +818,13 @@ export function socketFigures(runs: SocketRun[]) {
 export function describeSpread(s: Spread, unit = '', scale = 1): string {
   const f = (v: number | null) =>
     v === null ? 'not reached' : `${Number((v / scale).toFixed(1)).toLocaleString('en')}${unit}`;
-  return s.values.length <= 1 || (s.min === s.max && s.min !== null)
-    ? f(s.median)
-    : `${f(s.median)} (range ${f(s.min)}–${f(s.max)})`;
+  const finished = s.values.filter((v) => v !== undefined).length;
+  const failed = s.values.length - finished;
+  if (finished === 0) return 'no run finished';
+  const note = failed > 0 ? ` (${failed} of ${s.values.length} runs failed)` : '';
+  return finished === 1 || (s.min === s.max && s.min !== null && !s.values.includes(null))
+    ? `${f(s.median)}${note}`
+    : `${f(s.median)} (range ${f(s.min)}–${f(s.max)})${note}`;
 }
 
 /**
@@ -854,7 +877,7 @@ export function socketGoals(runs: SocketRun[]): Goal[] {
     goal: `reconnect storm of ${GOAL_STORM.toLocaleString('en')} devices absorbed in ≤ 30 s, no failed device`,
     met: storm.met,
     detail:
-      `all ${first.storm_devices.toLocaleString('en')} joined in ${describeSpread(figures.storm_all_joined_ms, ' s', 1000)}, ` +
+      `time until all ${first.storm_devices.toLocaleString('en')} joined: ${describeSpread(figures.storm_all_joined_ms, ' s', 1000)}, ` +
       `failed connection attempts ${describeSpread(figures.storm_failed_attempts)}` +
       `${first.storm_devices < GOAL_STORM ? " (not the goal's scale)" : ''}; ${storm.tally}`,
   });
