@@ -396,6 +396,23 @@ describe('shared secrets and NH1 device authentication', () => {
       ).not.toBeNull();
     });
 
+    it('judges the signing time at the arrival of the request: a wait for its turn neither expires nor counts', async () => {
+      const credentials = await productSecret();
+      const fleet = address();
+      const signedAt = nowS() - 120;
+      const arrival = (signedAt + 10) * 1000;
+      for (let i = 0; i < 25; i++) {
+        const headers = headersFor(credentials, unique('queued-'), signedAt);
+        expect(await auth.authenticate(headers, fleet, arrival)).not.toBeNull();
+      }
+      expect(await auth.authenticate(headersFor(credentials, unique('late-'), signedAt), fleet)).toBeNull();
+      expect(
+        await auth.authenticate(headersFor(credentials, unique('stale-'), signedAt), fleet, Date.now()),
+      ).toBeNull();
+      // Two failures from this address so far: far from the limit, fresh requests still get in.
+      expect(await auth.authenticate(headersFor(credentials, unique('next-')), fleet)).not.toBeNull();
+    });
+
     it('after 20 failures from one address, refuses it even with good credentials', async () => {
       const credentials = await productSecret();
       const identifier = unique('limited-');

@@ -12,11 +12,13 @@ export interface AuthenticatedDevice {
 
 /**
  * Authenticates a device's websocket upgrade request (NH1 shared-secret headers). Resolves to null for every
- * failure (the caller answers 401 with an empty body); never throws for bad input.
+ * failure (the caller answers 401 with an empty body); never throws for bad input. `receivedAt` (milliseconds
+ * since the epoch, default now) is when the request arrived: a signature's age is judged at that time.
  */
 export abstract class DeviceAuthenticator {
   abstract authenticate(
     headers: IncomingHttpHeaders,
     sourceAddress: string,
+    receivedAt?: number,
   ): Promise<AuthenticatedDevice | null>;
 }

@@ -121,6 +121,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   async authenticate(
     headers: IncomingHttpHeaders,
     sourceAddress: string,
+    receivedAt?: number,
   ): Promise<AuthenticatedDevice | null> {
     const now = Date.now();
     if (this.failures.isBlocked(sourceAddress, now)) {
@@ -143,12 +144,14 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
         throw new Refused('undecryptable_secret');
       }
       const { request } = read;
-      const derived = this.derived.derive(
+      const derived = await this.derived.deriveOffThread(
         secret,
         nh1Salt(request.alg, request.key, request.timeS),
         request.params,
       );
-      const verified = verifyNh1Token(request.signature, derived, now);
+      // The signing time is judged against the request's arrival: time spent queued behind other connections
+      // is the server's, and must not turn a fresh signature into an expired one (nor count as a failure).
+      const verified = verifyNh1Token(request.signature, derived, receivedAt ?? now);
       if (!verified.ok) throw new Refused(verified.reason);
       identifier = verified.payload.identifier;
       if ('device_id' in found) {
