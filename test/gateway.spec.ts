@@ -1,4 +1,3 @@
-import { Admission } from '../src/gateway/admission';
 import { decodeEnvelope, encodeEnvelope } from '../src/gateway/device-bus';
 import { CLOSES_PER_MESSAGE } from '../src/gateway/device-gateway';
 import {
@@ -323,61 +322,6 @@ describe('device bus: closes', () => {
         },
       }),
     ).not.toThrow();
-  });
-});
-
-describe('connection admission', () => {
-  const tick = () => new Promise((r) => setImmediate(r));
-
-  it('runs at most `limit` tasks at once, the others in arrival order', async () => {
-    const admission = new Admission(2);
-    const started: number[] = [];
-    const finish: (() => void)[] = [];
-    const results = [0, 1, 2, 3, 4].map((i) =>
-      admission.run(async () => {
-        started.push(i);
-        await new Promise<void>((r) => (finish[i] = r));
-        return i * 10;
-      }),
-    );
-    await tick();
-    expect(started).toEqual([0, 1]);
-    expect(admission.active).toBe(2);
-    expect(admission.queued).toBe(3);
-    finish[1]();
-    await tick();
-    expect(started).toEqual([0, 1, 2]);
-    finish[0]();
-    finish[2]();
-    await tick();
-    expect(started).toEqual([0, 1, 2, 3, 4]);
-    finish[3]();
-    finish[4]();
-    expect(await Promise.all(results)).toEqual([0, 10, 20, 30, 40]);
-    expect(admission.active).toBe(0);
-    expect(admission.queued).toBe(0);
-  });
-
-  it('frees the slot of a task that fails', async () => {
-    const admission = new Admission(1);
-    await expect(admission.run(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    await expect(admission.run(() => Promise.resolve('next'))).resolves.toBe('next');
-    expect(admission.active).toBe(0);
-  });
-
-  it('keeps order over many waiting tasks', async () => {
-    const admission = new Admission(3);
-    const order: number[] = [];
-    await Promise.all(
-      Array.from({ length: 3000 }, (_, i) =>
-        admission.run(async () => {
-          order.push(i);
-          await tick();
-        }),
-      ),
-    );
-    expect(order).toEqual(Array.from({ length: 3000 }, (_, i) => i));
-    expect(() => new Admission(0)).toThrow();
   });
 });
 

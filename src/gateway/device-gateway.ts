@@ -11,7 +11,8 @@ import type { Duplex } from 'node:stream';
 import semver from 'semver';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import { type AuthenticatedDevice, DeviceAuthenticator } from '../device-auth/device-authenticator';
-import { Admission } from './admission';
+import { MetricsService } from '../metrics/metrics.service';
+import { Admission, AdmissionRefused } from './admission';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
 import {
@@ -44,10 +45,19 @@ const CONSOLE_CHUNK = 1000;
 const CONSOLE_ACK_TIMEOUT_MS = 5000;
 /**
  * Connection work that needs the database (authentication, the `device` join, identity reports) running at
- * once; more waits in arrival order. Below the pool size, so that the API and the presence writes keep a
- * connection, and so that a reconnect storm never waits in the pool (whose wait times out).
+ * once; more waits in memory (see Admission). Below the pool size, so that the API and the presence writes keep
+ * a connection, and so that a reconnect storm never waits in the pool (whose wait times out).
  */
 export const CONNECT_CONCURRENCY = 8;
+/**
+ * How long a handshake may wait for its turn before it is answered 503 (busy, retry later). NervesHubLink waits
+ * for the upgrade's answer without a limit; the NH1 signature is judged at the request's arrival, so a wait does
+ * not expire it. A minute keeps a storm's handshakes queued rather than bounced through the devices' backoff,
+ * while a queue the server cannot serve in time is answered instead of holding its sockets.
+ */
+export const HANDSHAKE_MAX_WAIT_MS = 60_000;
+/** Refused handshakes are logged together, at most this often. */
+const REFUSALS_LOG_MS = 10_000;
 /** Devices per `closes` bus message (ids of at most 20 digits: well under the NOTIFY limit). */
 export const CLOSES_PER_MESSAGE = 200;
 /** Extensions this server offers (device-protocol.md 5). */
@@ -98,7 +108,12 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   private readonly consoleWaiters = new Map<string, (ok: boolean) => void>();
   private idleTimer: NodeJS.Timeout | null = null;
   private stopping = false;
-  private readonly admission = new Admission(CONNECT_CONCURRENCY);
+  /** Identity reports not yet written (the newest per connection), for the connection's one background task. */
+  private readonly identityReports = new Map<
+    Connection,
+    { payload: Record<string, unknown> | null; written: Promise<void> }
+  >();
+  private readonly refusals = { shed: 0, late: 0, since: 0 };
   /** Devices that connected here, for the next `closes` bus message. */
   private readonly closes = new Set<string>();
   private closesSending = false;
@@ -116,7 +131,15 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     private readonly presence: PresenceService,
     private readonly link: DeviceLinkService,
     private readonly consoleOutput: ConsoleOutputService,
-  ) {}
+    private readonly admission: Admission,
+    private readonly metrics: MetricsService,
+  ) {
+    metrics.setDeviceConnectQueue(() => ({
+      connected: admission.queued('connected'),
+      handshake: admission.queued('handshake'),
+      background: admission.queued('background'),
+    }));
+  }
 
   get instanceId(): string {
     return this.bus.instanceId;
@@ -134,6 +157,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     });
     this.bus.onMessage((envelope) => this.onBus(envelope));
     await this.presence.start(this.instanceId, () => this.joinedDevices());
+    await this.link.openConnections(CONNECT_CONCURRENCY);
     server.on('upgrade', this.onUpgrade);
     this.idleTimer = setInterval(() => this.dropIdle(), 30_000);
     this.idleTimer.unref();
@@ -234,13 +258,17 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     if (this.stopping || !this.wss) return reject(socket, 503);
     // Only the JSON V2 serializer is offered; msgpack devices (vsn 3.0.0) are refused as Phoenix does.
     if (url.searchParams.get('vsn') !== '2.0.0') return reject(socket, 403);
+    const receivedAt = Date.now();
     let device: AuthenticatedDevice | null;
     try {
       // In turn with the other connections: a storm of thousands waits here, not in the database pool.
-      device = await this.admission.run(async () =>
-        socket.destroyed ? null : this.auth.authenticate(req.headers, req.socket.remoteAddress ?? ''),
+      device = await this.admission.handshake(async () =>
+        socket.destroyed
+          ? null
+          : this.auth.authenticate(req.headers, req.socket.remoteAddress ?? '', receivedAt),
       );
     } catch (err) {
+      if (err instanceof AdmissionRefused) return this.refuseBusy(socket, err);
       this.logger.error({ err }, 'device authentication failed');
       const reason = 'the platform could not be reached to authenticate this device';
       return reject(socket, 503, reason, { 'nh-connection-error-reason': reason });
@@ -249,6 +277,35 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     if (socket.destroyed || this.stopping) return reject(socket, 503);
     const authenticated = device;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, authenticated));
+  }
+
+  /**
+   * A handshake the admission could not serve in time: 503 with `Retry-After` (NervesHubLink ignores it and
+   * backs off by its own schedule, 1 s doubling to 60 s with jitter; other clients may use it).
+   */
+  private refuseBusy(socket: Duplex, refused: AdmissionRefused): void {
+    this.metrics.deviceHandshakesRefused.inc({ reason: refused.reason });
+    this.refusals[refused.reason]++;
+    const now = Date.now();
+    if (now - this.refusals.since >= REFUSALS_LOG_MS) {
+      this.logger.warn(
+        {
+          shed: this.refusals.shed,
+          late: this.refusals.late,
+          queued: this.admission.queued('handshake'),
+          expectedWaitMs: this.admission.expectedHandshakeWaitMs(),
+        },
+        'device handshakes refused: server busy',
+      );
+      this.refusals.shed = 0;
+      this.refusals.late = 0;
+      this.refusals.since = now;
+    }
+    const reason = 'the server is busy; retry later';
+    reject(socket, 503, reason, {
+      'Retry-After': String(refused.retryAfterS),
+      'nh-connection-error-reason': reason,
+    });
   }
 
   private accept(ws: WebSocket, device: AuthenticatedDevice): void {
@@ -380,9 +437,17 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
         const wantsKeys =
           params.fwup_public_keys === 'on_connect' || params.archive_public_keys === 'on_connect';
         // One statement: the metadata and presence written, the public keys and the pending update read.
-        const joined = await this.admission.run(() =>
-          this.link.joinDevice(conn.device, metadata, this.instanceId, wantsKeys),
-        );
+        let joined: Awaited<ReturnType<DeviceLinkService['joinDevice']>>;
+        try {
+          joined = await this.admission.run(() =>
+            this.link.joinDevice(conn.device, metadata, this.instanceId, wantsKeys),
+          );
+        } catch (err) {
+          // Answered, so that NervesHubLink joins again (5 s later); unanswered, it would wait for ever.
+          this.logger.warn({ err, device: conn.device.identifier }, 'device join failed');
+          this.send(conn, encodeReply(frame, 'error', { error: 'could not connect' }));
+          return;
+        }
         if (!joined) {
           this.send(conn, encodeReply(frame, 'error', { error: 'could not connect' }));
           return;
@@ -514,12 +579,45 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     }
     if (!conn.attached?.has(key)) return;
     if (key === 'network_identity' && event === 'report') {
-      try {
-        await this.admission.run(() => this.link.reportIdentities(conn.device, frame.payload));
-      } catch (err) {
-        this.logger.warn({ err, device: conn.device.identifier }, 'network identity report failed');
-      }
+      // With a slot free the report is written in turn, as any frame; otherwise it must not hold up the frames
+      // behind it (heartbeats: NervesHubLink drops a socket whose heartbeat goes unanswered for 30 s).
+      const inTurn = this.admission.active < this.admission.limit;
+      const written = this.queueIdentityReport(conn, frame.payload);
+      if (inTurn) await written;
     }
+  }
+
+  /**
+   * Identity reports are written in the admission's background lane: during a storm they wait (one at a time)
+   * until the handshakes and joins have passed. Reports of one connection are written in order; a newer one
+   * waiting replaces an older one. Resolves once the connection's reports are written.
+   */
+  private queueIdentityReport(conn: Connection, payload: Record<string, unknown>): Promise<void> {
+    const waiting = this.identityReports.get(conn);
+    if (waiting) {
+      waiting.payload = payload;
+      return waiting.written;
+    }
+    const entry: { payload: Record<string, unknown> | null; written: Promise<void> } = {
+      payload,
+      written: SETTLED,
+    };
+    this.identityReports.set(conn, entry);
+    entry.written = this.admission.run(async () => {
+      try {
+        for (let next = entry.payload; next !== null && !this.stopping; next = entry.payload) {
+          entry.payload = null;
+          await this.link
+            .reportIdentities(conn.device, next)
+            .catch((err: unknown) =>
+              this.logger.warn({ err, device: conn.device.identifier }, 'network identity report failed'),
+            );
+        }
+      } finally {
+        this.identityReports.delete(conn);
+      }
+    }, 'background');
+    return entry.written;
   }
 
   private push(conn: Connection, topic: string, event: string, payload: unknown): void {

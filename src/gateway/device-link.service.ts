@@ -213,6 +213,15 @@ export class DeviceLinkService {
   ) {}
 
   /**
+   * Opens `count` pool connections now (they stay while in use, and idle for the pool's idle timeout). A server
+   * that starts into a reconnect storm would otherwise open them under that load, where a connection that takes
+   * longer than the pool's connect timeout to establish fails the handshake that asked for it.
+   */
+  async openConnections(count: number): Promise<void> {
+    await Promise.all(Array.from({ length: count }, () => this.db.query('SELECT 1')));
+  }
+
+  /**
    * Stores the join's firmware metadata (unchanged when the join names no firmware) and marks the device
    * connected on `instanceId`. False when the device no longer exists.
    */

@@ -9,7 +9,8 @@ import { IrohModule } from '../iroh/iroh.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, PgDeviceBus } from './device-bus';
-import { DeviceGateway } from './device-gateway';
+import { Admission } from './admission';
+import { CONNECT_CONCURRENCY, DeviceGateway, HANDSHAKE_MAX_WAIT_MS } from './device-gateway';
 import { DeviceLinkService } from './device-link.service';
 import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
@@ -32,6 +33,10 @@ import { PresenceService } from './presence.service';
         await keys.load();
         return new DownloadLinkSigner(keys.subkey('sign-download-urls'), config.publicUrl);
       },
+    },
+    {
+      provide: Admission,
+      useFactory: () => new Admission(CONNECT_CONCURRENCY, { maxHandshakeWaitMs: HANDSHAKE_MAX_WAIT_MS }),
     },
     { provide: DeviceBus, useClass: PgDeviceBus },
     PresenceService,

@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 
 /** The parts of a `pg` pool the pool gauges read. */
@@ -21,7 +21,9 @@ export const UNMATCHED_ROUTE = '<unmatched>';
 export class MetricsService implements OnModuleDestroy {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'route' | 'method' | 'status'>;
+  readonly deviceHandshakesRefused: Counter<'reason'>;
   private connectedOverride: number | null = null;
+  private deviceConnectQueue: () => Record<string, number> = () => ({});
 
   constructor(@InjectDataSource() private readonly db: DataSource) {
     collectDefaultMetrics({ register: this.registry });
@@ -67,6 +69,21 @@ export class MetricsService implements OnModuleDestroy {
       'Idle connections in the database pool',
       (p) => p.idleCount,
     );
+    this.deviceHandshakesRefused = new Counter({
+      name: 'fleethub_device_handshakes_refused_total',
+      help: "Device socket handshakes answered 503 because the server could not serve them in time ('shed' on arrival, 'late' after waiting)",
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    const queue: Gauge<'lane'> = new Gauge({
+      name: 'fleethub_device_connect_queue',
+      help: "Device connection work waiting for a turn, by lane ('connected' joins, 'handshake', 'background' identity reports)",
+      labelNames: ['lane'],
+      registers: [this.registry],
+      collect: () => {
+        for (const [lane, waiting] of Object.entries(this.deviceConnectQueue())) queue.set({ lane }, waiting);
+      },
+    });
     poolGauge(
       'fleethub_db_pool_requests_waiting',
       'Queries waiting for a connection from the database pool',
@@ -80,6 +97,11 @@ export class MetricsService implements OnModuleDestroy {
    */
   setConnectedDevices(count: number | null): void {
     this.connectedOverride = count;
+  }
+
+  /** For the device gateway: how much connection work waits, by lane, read at scrape time. */
+  setDeviceConnectQueue(read: () => Record<string, number>): void {
+    this.deviceConnectQueue = read;
   }
 
   observeRequest(route: string, method: string, status: number, seconds: number): void {
