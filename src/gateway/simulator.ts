@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { connect as netConnect, isIP, type NetConnectOpts } from 'node:net';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import WebSocket from 'ws';
 import { DerivedKeyCache, signNh1Headers } from '../device-auth/nh1';
 
@@ -6,6 +8,14 @@ import { DerivedKeyCache, signNh1Headers } from '../device-auth/nh1';
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
  * joins `device`, `console` and (when asked) `extensions`, heartbeats, echoes console input, reports an iroh
  * endpoint id, and "installs" updates: it downloads the firmware, reports progress, and reconnects running it.
+ *
+ * Connection behaviour as NervesHubLink 2.x on Slipstream 1.x and Mint: a connection attempt that has not
+ * connected (TCP, and TLS for wss) within 30 s fails (Mint's default connect timeout); the websocket upgrade's
+ * answer is waited for without a limit; a heartbeat every 30 s, and a socket whose previous heartbeat is still
+ * unanswered when the next is due is closed (Slipstream's heartbeat timeout); every failed attempt or closed
+ * socket is retried after NervesHubLink's backoff (1 s doubling to 60 s, each plus up to 50 % jitter), reset by
+ * a successful upgrade. `Retry-After` is ignored, as NervesHubLink does. A join answered with an error is sent
+ * again 5 s later (NervesHubLink's `rejoin_after`).
  */
 
 export interface SimulatorOptions {
@@ -26,6 +36,10 @@ type Frame = [string | null, string | null, string, string, Record<string, unkno
 
 const INITIAL_UUID = '00000000-0000-5000-8000-000000000000';
 const MAX_BACKOFF_MS = 60_000;
+/** Mint's default `transport_opts[:timeout]`: TCP connect (and TLS handshake) of one attempt. */
+export const CONNECT_TIMEOUT_MS = 30_000;
+/** NervesHubLink's `rejoin_after`: a join answered with an error is sent again after this. */
+export const REJOIN_AFTER_MS = 5_000;
 /** Simulated devices of one product key that connect in the same second share one PBKDF2 derivation. */
 const signingKeys = new DerivedKeyCache(64);
 
@@ -54,11 +68,14 @@ export class SimulatedDevice {
   private joinRefs = new Map<string, string>();
   private keys: string[] = [];
   private heartbeat: NodeJS.Timeout | null = null;
+  /** The ref of the heartbeat sent and not answered yet. */
+  private heartbeatRef: string | null = null;
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
   private updating = false;
   private stopped = false;
   private pendingJoins = new Map<string, string>();
+  private joinPayloads = new Map<string, Record<string, unknown>>();
   /** Sees every frame the device receives, before the device acts on it (load tests time `update` frames). */
   onReceive: ((topic: string, event: string) => void) | null = null;
 
@@ -80,12 +97,15 @@ export class SimulatedDevice {
       timeS: Math.floor(Date.now() / 1000),
       cache: signingKeys,
     });
-    const ws = new WebSocket(deviceSocketUrl(this.options.url), {
+    const url = deviceSocketUrl(this.options.url);
+    const ws = new WebSocket(url, {
       headers: { ...headers },
       maxPayload: 16 * 1024 * 1024,
+      createConnection: connectWithTimeout(url.startsWith('wss:')),
     });
     this.ws = ws;
     this.ref = 0;
+    this.heartbeatRef = null;
     this.joinRefs.clear();
     this.pendingJoins.clear();
     ws.on('open', () => {
@@ -109,10 +129,7 @@ export class SimulatedDevice {
         meta: { firmware_validated: true, firmware_auto_revert_detected: false },
       });
       this.join('console', { console_version: '2.0.0', device_api_version: '2.3.0' });
-      this.heartbeat = setInterval(
-        () => this.send(null, 'phoenix', 'heartbeat', {}),
-        this.options.heartbeatMs,
-      );
+      this.heartbeat = setInterval(() => this.sendHeartbeat(ws), this.options.heartbeatMs);
     });
     ws.on('message', (data: Buffer) => {
       let frame: Frame;
@@ -165,11 +182,24 @@ export class SimulatedDevice {
     );
   }
 
+  /** As Slipstream: the previous heartbeat still unanswered closes the socket (then reconnect, with backoff). */
+  private sendHeartbeat(ws: WebSocket): void {
+    if (this.heartbeatRef !== null) {
+      this.options.log(`${this.identifier}: heartbeat timeout`);
+      ws.terminate();
+      return;
+    }
+    if (ws.readyState !== WebSocket.OPEN) return;
+    this.heartbeatRef = this.nextRef();
+    ws.send(JSON.stringify([null, this.heartbeatRef, 'phoenix', 'heartbeat', {}]));
+  }
+
   private nextRef(): string {
     return String(++this.ref);
   }
 
   private join(topic: string, payload: Record<string, unknown>): void {
+    this.joinPayloads.set(topic, payload);
     const ref = this.nextRef();
     this.pendingJoins.set(ref, topic);
     this.ws?.send(JSON.stringify([ref, ref, topic, 'phx_join', payload]));
@@ -186,11 +216,24 @@ export class SimulatedDevice {
   }
 
   private async onFrame([, ref, topic, event, payload]: Frame): Promise<void> {
+    if (event === 'phx_reply' && topic === 'phoenix') {
+      if (ref !== null && ref === this.heartbeatRef) this.heartbeatRef = null;
+      return;
+    }
     if (event === 'phx_reply') {
       const joined = ref === null ? undefined : this.pendingJoins.get(ref);
       if (joined === undefined || ref === null) return;
       this.pendingJoins.delete(ref);
-      if ((payload as { status?: unknown }).status !== 'ok') return;
+      if ((payload as { status?: unknown }).status !== 'ok') {
+        const ws = this.ws;
+        setTimeout(() => {
+          const params = this.joinPayloads.get(joined);
+          if (!this.stopped && this.ws === ws && ws?.readyState === WebSocket.OPEN && params) {
+            this.join(joined, params);
+          }
+        }, REJOIN_AFTER_MS).unref();
+        return;
+      }
       this.joinRefs.set(joined, ref);
       if (joined === 'extensions') {
         const offered = (payload as { response?: unknown }).response;
@@ -288,6 +331,30 @@ export class SimulatedDevice {
       this.updating = false;
     }
   }
+}
+
+/**
+ * `ws`'s own connect (net; tls with SNI for wss) that fails when the connection is not up within
+ * CONNECT_TIMEOUT_MS. `path` is the request's path in these options, not a socket path.
+ */
+function connectWithTimeout(secure: boolean): typeof netConnect {
+  return ((options: NetConnectOpts & { socketPath?: string; host?: string; servername?: string }) => {
+    const socket = secure
+      ? tlsConnect({
+          ...(options as ConnectionOptions),
+          path: undefined,
+          servername: options.servername ?? (isIP(options.host ?? '') ? '' : options.host),
+        })
+      : netConnect({ ...options, path: options.socketPath } as NetConnectOpts);
+    const timer = setTimeout(
+      () => socket.destroy(new Error(`connect timeout after ${CONNECT_TIMEOUT_MS} ms`)),
+      CONNECT_TIMEOUT_MS,
+    );
+    const done = () => clearTimeout(timer);
+    socket.once(secure ? 'secureConnect' : 'connect', done);
+    socket.once('close', done);
+    return socket;
+  }) as typeof netConnect;
 }
 
 /** N simulated devices named `<prefix>0001`... */
