@@ -23,6 +23,7 @@ import {
   ORG_AND_PRODUCT_ACCESS,
   ORG_ACCESS,
   type OrgAccessRow,
+  actorOfToken,
   TOKEN_BY_HASH,
   type TokenRow,
 } from '../src/auth/access.queries';
@@ -75,14 +76,7 @@ async function authenticate(header: string | undefined): Promise<Actor> {
   if (!hasValidChecksum(token)) throw DomainError.unauthenticated();
   const [row] = await rows<TokenRow>(TOKEN_BY_HASH, [hash]);
   if (!row) throw DomainError.unauthenticated();
-  const actor: Actor = {
-    userId: row.user_id,
-    email: row.email,
-    username: row.username,
-    name: row.name,
-    tokenId: row.token_id,
-    scope: row.scope,
-  };
+  const actor = actorOfToken(row);
   tokenCache.set(key, { actor, until: now + TOKEN_CACHE_MS });
   return actor;
 }

@@ -1,3 +1,4 @@
+import type { Actor } from '../common/auth/actor';
 import type { Role } from '../common/auth/roles';
 import { joinedProductColumns } from '../products/product-row';
 import type { TokenScope } from './access-token.entity';
@@ -17,6 +18,18 @@ export interface TokenRow {
   email: string;
   username: string;
   name: string;
+}
+
+/** The caller a live token stands for. */
+export function actorOfToken(row: TokenRow): Actor {
+  return {
+    userId: row.user_id,
+    email: row.email,
+    username: row.username,
+    name: row.name,
+    tokenId: row.token_id,
+    scope: row.scope,
+  };
 }
 
 /** The caller's (`$2`) membership of the organization named `$1`. */

@@ -5,7 +5,7 @@ import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { Created } from '../common/http/created';
 import { isoOrNull, parseBigId } from '../common/values';
-import { TOKEN_BY_HASH, type TokenRow } from './access.queries';
+import { actorOfToken, TOKEN_BY_HASH, type TokenRow } from './access.queries';
 import type { TokenScope } from './access-token.entity';
 import { type CreateTokenDto, parseTimestamp, type TokenCreatedView, type TokenView } from './dto/token.dto';
 import { TokenCache } from './token-cache';
@@ -114,14 +114,7 @@ export class TokensService {
       this.cache.delete(key);
       throw DomainError.unauthenticated();
     }
-    const actor: Actor = {
-      userId: row.user_id,
-      email: row.email,
-      username: row.username,
-      name: row.name,
-      tokenId: row.token_id,
-      scope: row.scope,
-    };
+    const actor = actorOfToken(row);
     this.cache.put(key, lookup, actor, row.expires_at);
     this.touch(row.token_id, row.last_used_at, Date.now());
     return actor;
