@@ -115,6 +115,12 @@ describe('device gateway under load: connection admission', () => {
     return { identifiers, sockets };
   }
 
+  it('opens a pool connection per admission slot at start, not under the first storm', async () => {
+    const metrics = await t.http().get('/metrics').expect(200);
+    const open = Number(/^fleethub_db_pool_connections_total (\d+)$/m.exec(metrics.text)?.[1]);
+    expect(open).toBeGreaterThanOrEqual(CONNECT_CONCURRENCY);
+  });
+
   it('answers a handshake whose deadline passed while it waited 503 with Retry-After, without serving it', async () => {
     const held = await fillSlots();
     const late = await newDevice();
