@@ -1,13 +1,13 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { AppLogger, LoggingModule } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
-import { APP_CONFIG, type AppConfig } from './config/config';
-import { dataSourceOptions } from './database/data-source-options';
+import type { AppConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
 import { DeviceAuthModule } from './device-auth/device-auth.module';
 import { DevicesModule } from './devices/devices.module';
 import { FirmwareModule } from './firmware/firmware.module';
@@ -39,29 +39,6 @@ export const FEATURE_MODULES = [
   MetricsModule,
   GatewayModule,
 ];
-
-@Module({})
-export class ConfigModule {
-  static register(config: AppConfig): DynamicModule {
-    return {
-      module: ConfigModule,
-      global: true,
-      providers: [{ provide: APP_CONFIG, useValue: config }],
-      exports: [APP_CONFIG],
-    };
-  }
-}
-
-@Module({})
-export class DatabaseModule {
-  /** `databaseUrl` is resolved before the app starts (DATABASE_URL, or the embedded server). */
-  static register(databaseUrl: string, poolSize?: number): DynamicModule {
-    return {
-      module: DatabaseModule,
-      imports: [TypeOrmModule.forRoot({ ...dataSourceOptions(databaseUrl, { poolSize }), retryAttempts: 0 })],
-    };
-  }
-}
 
 @Module({})
 export class AppModule {

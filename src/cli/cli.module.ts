@@ -1,9 +1,10 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { ConfigModule, DatabaseModule } from '../app.module';
 import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { FirmwareModule } from '../firmware/firmware.module';
 import type { AppConfig } from '../config/config';
+import { ConfigModule } from '../config/config.module';
+import { DatabaseModule } from '../database/database.module';
 import { MembersModule } from '../members/members.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
