@@ -361,6 +361,63 @@ describe('devices', () => {
     });
   });
 
+  describe('upgrade racing a delete', () => {
+    /**
+     * Another transaction deletes the row (and holds it) while the upgrade is recorded: the upgrade has already
+     * found the firmware and the device, and its insert waits for that transaction, which then commits.
+     */
+    async function upgradeWhileDeleting(identifier: string, uuid: string, deletion: string, param: string) {
+      const other = t.db.createQueryRunner();
+      await other.connect();
+      try {
+        await other.startTransaction();
+        await other.query(deletion, [param]);
+        const answer = t.http().post(`${base}/${identifier}/upgrade`).set(admin.auth).send({ uuid }).then();
+        for (let i = 0; i < 200; i++) {
+          const waiting = await t.db.query(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO pending_updates%'`,
+          );
+          if (waiting.length > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        await other.commitTransaction();
+        return await answer;
+      } finally {
+        await other.release();
+      }
+    }
+
+    it('the firmware deleted meanwhile: 422 on uuid, nothing recorded', async () => {
+      await create({ identifier: 'upg-race-fw' }).expect(201);
+      const uuid = await insertFirmware('p', '9.0.0');
+      const res = await upgradeWhileDeleting(
+        'upg-race-fw',
+        uuid,
+        `DELETE FROM firmwares WHERE uuid = $1`,
+        uuid,
+      );
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ errors: { uuid: ['does not match a firmware of this product'] } });
+      const rows = await t.db.query(
+        `SELECT 1 FROM pending_updates u JOIN devices d ON d.id = u.device_id WHERE d.identifier = 'upg-race-fw'`,
+      );
+      expect(rows).toEqual([]);
+    });
+
+    it('the device deleted meanwhile: 404', async () => {
+      await create({ identifier: 'upg-race-dev' }).expect(201);
+      const uuid = await insertFirmware('p', '9.0.1');
+      const res = await upgradeWhileDeleting(
+        'upg-race-dev',
+        uuid,
+        `DELETE FROM devices WHERE identifier = $1`,
+        'upg-race-dev',
+      );
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual(NOT_FOUND);
+    });
+  });
+
   describe('console code', () => {
     it('409 when the device is not connected (code or legacy body)', async () => {
       await create({ identifier: 'con-1' }).expect(201);

@@ -827,6 +827,44 @@ describe('device gateway', () => {
       expect(Date.parse(device.last_communication as string)).toBeGreaterThan(Date.now() - 10_000);
     });
 
+    it('writes disconnections that PostgreSQL aborted as a deadlock victim again', async () => {
+      const identifiers = [await newDevice(), await newDevice()];
+      const clients = await Promise.all(identifiers.map((identifier) => connectJoined(identifier)));
+      const ids: string[] = (
+        await a.db.query(`SELECT id FROM devices WHERE identifier = ANY($1) ORDER BY id`, [identifiers])
+      ).map((row: { id: string }) => String(row.id));
+      // A writer that locks the rows in the opposite order: the batched disconnection (one statement for both)
+      // takes the first and waits for the second, this takes the first too, and one of the two must be aborted.
+      const other = a.db.createQueryRunner();
+      await other.connect();
+      try {
+        await other.startTransaction();
+        await other.query(`SELECT 1 FROM devices WHERE id = $1 FOR UPDATE`, [ids[1]]);
+        await Promise.all(clients.map((client) => client.close()));
+        const waiting = await eventually(
+          () =>
+            a.db.query(
+              `SELECT 1 FROM pg_stat_activity
+                WHERE wait_event_type = 'Lock' AND query LIKE '%connection_status = ''disconnected''%'`,
+            ),
+          (rows: unknown[]) => rows.length > 0,
+        );
+        expect(waiting).toHaveLength(1);
+        await other.query(`UPDATE devices SET description = 'locked' WHERE id = $1`, [ids[0]]);
+        await other.commitTransaction();
+      } finally {
+        await other.release();
+      }
+      const statuses = await eventually(
+        async () =>
+          Promise.all(
+            identifiers.map(async (identifier) => (await showDevice(identifier)).connection_status),
+          ),
+        (values) => values.every((status) => status === 'disconnected'),
+      );
+      expect(statuses).toEqual(['disconnected', 'disconnected']);
+    });
+
     it('marks every device of an instance disconnected when it shuts down', async () => {
       const c = await createTestApp(
         {},

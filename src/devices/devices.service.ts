@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
-import { isUniqueViolation } from '../common/errors/postgres-errors';
+import { isForeignKeyViolation, isUniqueViolation, pgError } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { type PaginationView, paginationView, type RawQuery } from '../common/http/pagination';
 import { normaliseTags } from '../common/values';
@@ -23,6 +23,8 @@ import type {
   UpgradeDto,
 } from './dto/device.dto';
 
+/** pending_updates.firmware_id → firmwares (migrations/1795322356360-Init.ts). */
+const PENDING_UPDATE_FIRMWARE_FK = 'FK_59da91b0017916881c7303e3b9b';
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @Injectable()
@@ -185,6 +187,26 @@ export class DevicesService {
         )[0]?.id
       : undefined;
     if (!firmwareId) throw DomainError.invalidField('uuid', 'does not match a firmware of this product');
+    try {
+      await this.recordPendingUpdate(access, deviceId, identifier, firmwareId, uuid);
+    } catch (err) {
+      // The firmware, the device or the caller's user was deleted since they were read.
+      if (!isForeignKeyViolation(err)) throw err;
+      if (pgError(err)?.constraint === PENDING_UPDATE_FIRMWARE_FK) {
+        throw DomainError.invalidField('uuid', 'does not match a firmware of this product');
+      }
+      throw DomainError.notFound();
+    }
+    await this.updates.pendingUpdateChanged(deviceId);
+  }
+
+  private async recordPendingUpdate(
+    access: OrgAccess,
+    deviceId: string,
+    identifier: string | null,
+    firmwareId: string,
+    uuid: string,
+  ): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
@@ -209,7 +231,6 @@ export class DevicesService {
         details: { firmware_uuid: uuid.toLowerCase() },
       });
     });
-    await this.updates.pendingUpdateChanged(deviceId);
   }
 
   private async load(product: Product, identifier: string) {

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { DataSource } from 'typeorm';
+import { isRetryableConflict } from '../common/errors/postgres-errors';
 
 /** How long an instance's lease lasts; it is renewed every LEASE_RENEW_MS. */
 export const LEASE_MS = 30_000;
@@ -11,8 +12,12 @@ export const LAST_COMMUNICATION_INTERVAL_MS = 60_000;
 export const FLUSH_MS = 10_000;
 /** Disconnections are written together, at most this long after the socket closed. */
 export const DISCONNECT_FLUSH_MS = 50;
+/** A batch of disconnections that could not be written is tried again this much later. */
+const DISCONNECT_RETRY_MS = 1000;
 /** Devices per disconnection statement. */
 const DISCONNECT_BATCH = 2000;
+/** A presence write PostgreSQL aborted as a deadlock victim is run again, this many times in all. */
+const WRITE_ATTEMPTS = 5;
 
 /**
  * Device presence in the database: `connection_status`, `connected_instance_id`, `last_communication`, and this
@@ -61,8 +66,9 @@ export class PresenceService {
     this.timers = [];
     if (!this.instanceId) return;
     await this.leavingWrite?.catch(() => undefined);
-    await this.flushDisconnected();
-    await this.flush();
+    // What these fail to write, the statement after them writes: every device held here becomes disconnected.
+    await this.flushDisconnected().catch(() => undefined);
+    await this.flush().catch(() => undefined);
     await this.db.query(
       `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
         WHERE connected_instance_id = $1`,
@@ -109,17 +115,60 @@ export class PresenceService {
     this.written.set(deviceId, Date.now());
   }
 
-  /** Writes the pending disconnections now. */
+  /**
+   * Writes the pending disconnections now. A batch that still fails goes back to the queue (without the devices
+   * that joined here again meanwhile) for the next write: a device must never stay marked connected.
+   */
   async flushDisconnected(): Promise<void> {
     this.leavingWrite = null;
     const ids = [...this.leaving];
     this.leaving = new Set();
     for (let i = 0; i < ids.length; i += DISCONNECT_BATCH) {
-      await this.db.query(
-        `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
-          WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2`,
-        [ids.slice(i, i + DISCONNECT_BATCH), this.instanceId],
-      );
+      const batch = ids.slice(i, i + DISCONNECT_BATCH);
+      try {
+        // Rows are locked in id order, as the activity flush locks them, so that the two never deadlock.
+        await this.write(
+          `UPDATE devices d
+              SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
+             FROM (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2
+                    ORDER BY id FOR UPDATE) AS leaving
+            WHERE d.id = leaving.id`,
+          [batch, this.instanceId],
+        );
+      } catch (err) {
+        for (const id of ids.slice(i)) if (!this.written.has(id)) this.leaving.add(id);
+        if (this.leaving.size > 0) void this.disconnectedAgain();
+        throw err;
+      }
+    }
+  }
+
+  /** Schedules the next write of the queued disconnections (after a failed one), logging its failure. */
+  private disconnectedAgain(): Promise<void> {
+    this.leavingWrite ??= new Promise<void>((resolve) => {
+      setTimeout(() => {
+        this.flushDisconnected().then(resolve, (err: unknown) => {
+          this.logger.warn({ err }, 'writing device disconnections failed; will try again');
+          resolve();
+        });
+      }, DISCONNECT_RETRY_MS).unref();
+    });
+    return this.leavingWrite;
+  }
+
+  /**
+   * One statement, run again when PostgreSQL aborted it to break a deadlock or a serialization conflict (another
+   * instance's reaper or flush over the same rows): the work is idempotent.
+   */
+  private async write(sql: string, params: unknown[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.db.query(sql, params);
+        return;
+      } catch (err) {
+        if (!isRetryableConflict(err) || attempt >= WRITE_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 10 * attempt + Math.random() * 40));
+      }
     }
   }
 
@@ -137,10 +186,12 @@ export class PresenceService {
     const entries = [...this.dirty.entries()];
     this.dirty.clear();
     for (const [deviceId, at] of entries) this.written.set(deviceId, at.getTime());
-    await this.db.query(
+    await this.write(
       `UPDATE devices d SET last_communication = v.at
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at)
-        WHERE d.id = v.id AND d.connected_instance_id = $3`,
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at),
+              (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $3
+                ORDER BY id FOR UPDATE) AS held
+        WHERE d.id = v.id AND d.id = held.id`,
       [entries.map(([id]) => id), entries.map(([, at]) => at.toISOString()), this.instanceId],
     );
   }
