@@ -643,12 +643,12 @@ async function main(): Promise<void> {
       duration_s: Math.round((Date.now() - t0) / 1000),
     };
     if (!flag('no-write')) {
-      await writeFile(join(ROOT, 'docs/benchmarks.json'), `${JSON.stringify(report, null, 2)}\n`);
+      await writeFile(join(ROOT, 'bench/benchmarks.json'), `${JSON.stringify(report, null, 2)}\n`);
       // Formatted as `npm run format:check` expects (tables aligned by Prettier).
       const mdPath = join(ROOT, 'docs/benchmarks.md');
       const config = (await resolveConfig(mdPath)) ?? {};
       await writeFile(mdPath, await format(renderMarkdown(report), { ...config, filepath: mdPath }));
-      log('wrote docs/benchmarks.md and docs/benchmarks.json');
+      log('wrote docs/benchmarks.md and bench/benchmarks.json');
     }
     for (const g of goals)
       log(`${g.met === null ? 'INFO  ' : g.met ? 'MET   ' : 'MISSED'} ${g.goal} — ${g.detail}`);

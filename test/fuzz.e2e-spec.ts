@@ -15,7 +15,7 @@ import { type TestUser, unique } from './support/fixtures';
  * updated_at), and a body that is certainly over the JSON limits gets their 400.
  *
  * `FUZZ_RUNS` sets the number of requests (default 300); `FUZZ_REPORT=path` writes a Markdown summary;
- * `FUZZ_SEED` replays a run. `npm run fuzz` does 20,000 requests and writes docs/fuzzing.md.
+ * `FUZZ_SEED` replays a run. `npm run fuzz` does 20,000 requests and writes test/fuzzing.md.
  */
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);

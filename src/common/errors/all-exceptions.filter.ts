@@ -4,7 +4,7 @@ import { AppLogger } from '../http/logger';
 import { DomainError } from './domain-error';
 import { errorBody } from './error-body';
 import { ErrorCode, INTERNAL_DETAIL } from './error-codes';
-import { isDatabaseUnavailable, isUnstorableText } from './postgres-errors';
+import { isDatabaseUnavailable, isUnstorableTextError } from './postgres-errors';
 
 /** Errors raised by body-parser and other express middleware carry a status and a type. */
 interface MiddlewareError {
@@ -56,7 +56,7 @@ export function toDomainError(exception: unknown): DomainError | null {
     return DomainError.badRequest('bad request');
   }
   if (exception instanceof URIError) return DomainError.badRequest('malformed URL encoding');
-  if (isUnstorableText(exception)) {
+  if (isUnstorableTextError(exception)) {
     return DomainError.badRequest('the request contains a NUL character or text that cannot be stored');
   }
   if (isDatabaseUnavailable(exception)) {

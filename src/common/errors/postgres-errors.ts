@@ -48,7 +48,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /** Text PostgreSQL cannot store: a NUL character (22021) or a character the encoding lacks (22P05). */
-export function isUnstorableText(err: unknown): boolean {
+export function isUnstorableTextError(err: unknown): boolean {
   const code = pgError(err)?.code;
   return code === '22021' || code === '22P05';
 }

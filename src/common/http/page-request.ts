@@ -49,13 +49,6 @@ export function parsePageRequest(query: RawQuery, defaultPageSize = DEFAULT_PAGE
   return { page, pageSize, offset: (page - 1) * pageSize };
 }
 
-/** True when the query names any pagination parameter. */
-export function hasPagination(query: RawQuery): boolean {
-  return ['pagination[page]', 'pagination[page_size]', 'page', 'page_size'].some(
-    (k) => query[k] !== undefined,
-  );
-}
-
 export function paginationView(request: PageRequest, totalEntries: number): PageView {
   return {
     page_number: request.page,

@@ -4,7 +4,6 @@ import type { PageView } from './page-request';
 // The parsing and the view are plain functions (page-request.ts) that code outside Nest can use too.
 export {
   DEFAULT_PAGE_SIZE,
-  hasPagination,
   MAX_PAGE_SIZE,
   type PageRequest,
   paginationView,

@@ -2,7 +2,6 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ValidateBy, type ValidationArguments } from 'class-validator';
-import { isPlainObject } from './validation.pipe';
 import { hasMoreCodePoints, isUnstorableText } from '../values';
 
 /** A check returns null when the value is fine, else the one message the client sees. */
@@ -92,26 +91,6 @@ export function EnumField(
       return typeof value === 'string' && values.includes(value) ? null : 'is invalid';
     }),
     ApiProperty({ enum: values, required: options.required ?? false, ...options.doc } as ApiPropertyOptions),
-  );
-}
-
-/** A JSON object (not an array or scalar) whose serialized form is at most `maxBytes`. */
-export function ObjectField(maxBytes: number, doc: ApiPropertyOptions = {}): PropertyDecorator {
-  return applyDecorators(
-    Checked('objectField', (value) => {
-      if (value === undefined) return null;
-      if (!isPlainObject(value)) return 'must be a JSON object';
-      if (Buffer.byteLength(JSON.stringify(value), 'utf8') > maxBytes) {
-        return `must be at most ${maxBytes} bytes when serialized`;
-      }
-      return null;
-    }),
-    ApiProperty({
-      type: 'object',
-      additionalProperties: true,
-      required: false,
-      ...doc,
-    } as ApiPropertyOptions),
   );
 }
 
