@@ -1,18 +1,23 @@
+import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import { createHash, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DomainError } from '../common/errors/domain-error';
 import { collectYoungGarbage } from '../common/memory/young-garbage';
 import { ErrorCode } from '../common/errors/error-codes';
+import { BLANK } from '../common/errors/messages';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { FirmwareStorage } from './storage/firmware-storage';
 
 const CHUNK_BYTES = 1024 * 1024;
 /** Bytes streamed between two collections of the network buffers already written (see collectYoungGarbage). */
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
 
+/** A firmware file received in full: a temporary file of the store, which FirmwareService.ingest consumes. */
 export interface ReceivedFile {
   path: string;
   size: number;
@@ -133,7 +138,7 @@ export async function receiveFirmwareUpload(
     parser.on('close', () => {
       if (settled) return;
       if (!fileWork) {
-        fail(DomainError.invalidField('firmware', "can't be blank"));
+        fail(DomainError.invalidField('firmware', BLANK));
         return;
       }
       fileWork.then((file) => {
@@ -145,4 +150,44 @@ export async function receiveFirmwareUpload(
     request.on('aborted', () => fail(DomainError.badRequest('upload aborted')));
     request.pipe(parser);
   });
+}
+
+/** Writes `source` to `targetPath`, hashing on the way (the demo's firmware, already in memory). */
+export async function receiveFirmwareStream(source: Readable, targetPath: string): Promise<ReceivedFile> {
+  const hashing = new HashingStream();
+  try {
+    await pipeline(source, hashing, createWriteStream(targetPath));
+  } catch (err) {
+    await rm(targetPath, { force: true });
+    throw err;
+  }
+  return { path: targetPath, size: hashing.size, sha256: hashing.whole.digest('hex'), chunkSha256: hashing.chunks };
+}
+
+/**
+ * Receives firmware files into temporary files of the store, for FirmwareService.ingest: the controller's
+ * multipart upload (at most the configured size), or a stream (the CLI demo).
+ */
+@Injectable()
+export class FirmwareUploadReceiver {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly storage: FirmwareStorage,
+  ) {}
+
+  /** The multipart field `firmware` of the request; every refusal is a DomainError and leaves no file behind. */
+  async receive(request: IncomingMessage): Promise<ReceivedFile> {
+    const temporary = await this.storage.temporaryPath();
+    try {
+      return await receiveFirmwareUpload(request, temporary, this.config.firmwareMaxBytes);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  /** The bytes of `source`, whole. */
+  async receiveStream(source: Readable): Promise<ReceivedFile> {
+    return receiveFirmwareStream(source, await this.storage.temporaryPath());
+  }
 }
