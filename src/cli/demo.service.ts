@@ -149,7 +149,9 @@ export class DemoService {
           author: 'fleethub demo',
           description: `Demo firmware ${version} for the ${product.name}`,
         };
-        const file = await this.uploads.receiveStream(Readable.from([buildDemoFirmware(meta, key.privateKey)]));
+        const file = await this.uploads.receiveStream(
+          Readable.from([buildDemoFirmware(meta, key.privateKey)]),
+        );
         const created = await this.firmware.ingest(access, product.name, file);
         firmwares.push({ version, uuid: created.body.data.uuid });
       }

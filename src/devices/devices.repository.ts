@@ -16,7 +16,13 @@ export class DevicesRepository {
 
   /** Registers a device; an identifier already taken (anywhere) is pg's unique violation. */
   async insert(
-    device: { orgId: string; productId: string; identifier: string; description: string | null; tags: string[] },
+    device: {
+      orgId: string;
+      productId: string;
+      identifier: string;
+      description: string | null;
+      tags: string[];
+    },
     tx: Tx,
   ): Promise<void> {
     await tx.getRepository(Device).insert(device);
@@ -42,9 +48,10 @@ export class DevicesRepository {
 
   /** A device with its organization and product names, by id. */
   async findRowById(id: string): Promise<DeviceRow | null> {
-    const rows = await this.db.query<DeviceRow[]>(`SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE d.id = $1`, [
-      id,
-    ]);
+    const rows = await this.db.query<DeviceRow[]>(
+      `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE d.id = $1`,
+      [id],
+    );
     return rows[0] ?? null;
   }
 
@@ -64,7 +71,9 @@ export class DevicesRepository {
 
   /** A device's identifier by id. */
   async findIdentifierById(id: string, tx: Queryable = this.db): Promise<string | undefined> {
-    const rows = await tx.query<{ identifier: string }[]>(`SELECT identifier FROM devices WHERE id = $1`, [id]);
+    const rows = await tx.query<{ identifier: string }[]>(`SELECT identifier FROM devices WHERE id = $1`, [
+      id,
+    ]);
     return rows[0]?.identifier;
   }
 

@@ -12,3 +12,12 @@ export function toolNotAllowed(productName: string, tool: FirmwareTool): string 
     `enable it in the product's settings (allowed_update_tools).`
   );
 }
+
+/** 422 on upload: a signed image, and the organization has no key to check it with. */
+export const NO_SIGNING_KEYS = 'is signed, but the organization has no signing keys yet';
+
+/** 400 on upload: busboy cannot parse the multipart body (or its headers). */
+export const MALFORMED_MULTIPART = 'malformed multipart body';
+
+/** meta.conf syntax error: a string without its closing quote. */
+export const UNTERMINATED_STRING = 'unterminated string';

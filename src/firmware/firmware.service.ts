@@ -18,7 +18,7 @@ import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareStorage } from './storage/firmware-storage';
-import type { ReceivedFile } from './upload-receiver';
+import type { ReceivedFile } from './received-file';
 
 function firmwareView(firmware: Firmware, productName: string): FirmwareView {
   return {

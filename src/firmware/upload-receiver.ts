@@ -11,20 +11,13 @@ import { collectYoungGarbage } from '../common/memory/young-garbage';
 import { ErrorCode } from '../common/errors/error-codes';
 import { BLANK } from '../common/errors/messages';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { MALFORMED_MULTIPART } from './firmware.errors';
+import type { ReceivedFile } from './received-file';
 import { FirmwareStorage } from './storage/firmware-storage';
 
 const CHUNK_BYTES = 1024 * 1024;
 /** Bytes streamed between two collections of the network buffers already written (see collectYoungGarbage). */
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
-
-/** A firmware file received in full: a temporary file of the store, which FirmwareService.ingest consumes. */
-export interface ReceivedFile {
-  path: string;
-  size: number;
-  /** Lower-case hex SHA-256 of the whole file and of each 1 MiB chunk. */
-  sha256: string;
-  chunkSha256: string[];
-}
 
 /** Hashes bytes as they pass: the whole stream and each 1 MiB chunk. */
 class HashingStream extends Transform {
@@ -96,7 +89,7 @@ export async function receiveFirmwareUpload(
       limits: { files: 1, fileSize: maxBytes, fields: 20, parts: 30 },
     });
   } catch {
-    throw DomainError.badRequest('malformed multipart body');
+    throw DomainError.badRequest(MALFORMED_MULTIPART);
   }
 
   return new Promise<ReceivedFile>((resolve, reject) => {
@@ -133,7 +126,7 @@ export async function receiveFirmwareUpload(
       });
       fileWork.catch(fail);
     });
-    parser.on('error', () => fail(DomainError.badRequest('malformed multipart body')));
+    parser.on('error', () => fail(DomainError.badRequest(MALFORMED_MULTIPART)));
     parser.on('partsLimit', () => fail(DomainError.badRequest('too many multipart parts')));
     parser.on('close', () => {
       if (settled) return;
@@ -161,7 +154,12 @@ export async function receiveFirmwareStream(source: Readable, targetPath: string
     await rm(targetPath, { force: true });
     throw err;
   }
-  return { path: targetPath, size: hashing.size, sha256: hashing.whole.digest('hex'), chunkSha256: hashing.chunks };
+  return {
+    path: targetPath,
+    size: hashing.size,
+    sha256: hashing.whole.digest('hex'),
+    chunkSha256: hashing.chunks,
+  };
 }
 
 /**

@@ -66,10 +66,7 @@ export class SigningKeysService {
 
   private async insert(orgId: string, name: string, key: string, actor: Actor | null): Promise<SigningKey> {
     if (name === '' || hasMoreCodePoints(name, 255)) {
-      throw DomainError.invalidField(
-        'name',
-        name === '' ? BLANK : NAME_TOO_LONG,
-      );
+      throw DomainError.invalidField('name', name === '' ? BLANK : NAME_TOO_LONG);
     }
     if (!isValidSigningKey(key)) {
       throw DomainError.invalidField('key', INVALID_KEY);
