@@ -2,13 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { IncomingMessage } from 'node:http';
 import { DataSource } from 'typeorm';
 import { TokensService } from '../auth/tokens.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { FirmwareService } from '../firmware/firmware.service';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { FirmwareUploadReceiver } from '../firmware/upload-receiver';
 import { MembersService } from '../members/members.service';
 import { OrgsService } from '../orgs/orgs.service';
 import { ProductsService } from '../products/products.service';
@@ -56,8 +56,8 @@ export class DemoExistsError extends Error {}
 
 /**
  * `fleethub demo`: a ready organization to explore. Users, the organization, products, the signing key and the
- * firmware go through the real services (the firmware as a signed .fw upload); the fleet itself is inserted in
- * batches of SQL. On any failure everything created so far is removed again.
+ * firmware go through the real services (the firmware as a signed .fw file, ingested as an upload is); the fleet
+ * itself is inserted in batches of SQL. On any failure everything created so far is removed again.
  */
 @Injectable()
 export class DemoService {
@@ -72,6 +72,7 @@ export class DemoService {
     private readonly firmware: FirmwareService,
     private readonly tokens: TokensService,
     private readonly storage: FirmwareStorage,
+    private readonly uploads: FirmwareUploadReceiver,
   ) {}
 
   async seed(options: DemoOptions): Promise<DemoResult> {
@@ -148,8 +149,10 @@ export class DemoService {
           author: 'fleethub demo',
           description: `Demo firmware ${version} for the ${product.name}`,
         };
-        const upload = multipartUpload(buildDemoFirmware(meta, key.privateKey));
-        const created = await this.firmware.upload(access, product.name, upload);
+        const file = await this.uploads.receiveStream(
+          Readable.from([buildDemoFirmware(meta, key.privateKey)]),
+        );
+        const created = await this.firmware.ingest(access, product.name, file);
         firmwares.push({ version, uuid: created.body.data.uuid });
       }
       products.push({ name: product.name, firmwares });
@@ -289,23 +292,4 @@ export class DemoService {
       await tx.query(`DELETE FROM users WHERE email = ANY($1)`, [emails]);
     });
   }
-}
-
-/** The firmware as a `multipart/form-data` request in the field `firmware`, as `POST .../firmwares` receives it. */
-function multipartUpload(file: Buffer): IncomingMessage {
-  const boundary = `----fleethub-demo-${randomBytes(8).toString('hex')}`;
-  const body = Buffer.concat([
-    Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="firmware"; filename="demo.fw"\r\n` +
-        'Content-Type: application/octet-stream\r\n\r\n',
-    ),
-    file,
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  const request = Readable.from([body]) as Readable & { headers: Record<string, string> };
-  request.headers = {
-    'content-type': `multipart/form-data; boundary=${boundary}`,
-    'content-length': String(body.length),
-  };
-  return request as unknown as IncomingMessage;
 }

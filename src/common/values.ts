@@ -58,3 +58,6 @@ export function someString(value: unknown, test: (text: string) => boolean): boo
   }
   return false;
 }
+
+/** A UUID in its canonical 8-4-4-4-12 hex form, either case (firmware uuids; compared lower-cased). */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -8,7 +8,7 @@ import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.en
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
 import { PendingUpdate } from '../firmware/pending-update.entity';
-import { SigningKey } from '../firmware/signing-key.entity';
+import { SigningKey } from '../signing-keys/signing-key.entity';
 import { OrgIrohEndpointCount } from '../iroh/iroh-endpoint-count.entity';
 import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
 import { Membership } from '../orgs/membership.entity';

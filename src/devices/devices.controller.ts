@@ -2,11 +2,12 @@ import { applyDecorators, Body, Controller, Delete, Get, Param, Patch, Post, Que
 import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
-import { PaginationView, type RawQuery } from '../common/http/pagination';
+import { PaginationView } from '../common/http/pagination';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
+import { type DeviceListQuery, DeviceListQueryPipe } from './dto/list-devices.query';
 import { ConsoleCodeDto, CreateDeviceDto, DeviceView, UpdateDeviceDto, UpgradeDto } from './dto/device.dto';
 
 const text = (name: string, description: string) =>
@@ -100,7 +101,11 @@ export class DevicesController {
     extra: { pagination: PaginationView },
     errors: [422],
   })
-  list(@CurrentAccess() access: OrgAccess, @Param('product_name') product: string, @Query() query: RawQuery) {
+  list(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Query(DeviceListQueryPipe) query: DeviceListQuery,
+  ) {
     return this.devices.list(access, product, query);
   }
 

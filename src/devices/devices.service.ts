@@ -1,20 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
-import { isForeignKeyViolation, isUniqueViolation, pgError } from '../common/errors/postgres-errors';
+import { ALREADY_TAKEN, BLANK } from '../common/errors/messages';
+import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { type PaginationView, paginationView, type RawQuery } from '../common/http/pagination';
-import { normaliseTags } from '../common/values';
-import { readRows } from '../database/read-rows';
+import { type PaginationView, paginationView } from '../common/http/pagination';
+import { normaliseTags, UUID_PATTERN } from '../common/values';
+import { Transactions } from '../database/transactions';
+import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { ProductsService } from '../products/products.service';
 import type { Product } from '../products/product.entity';
 import { DeviceConsole, UpdateNotifier } from './device-console';
-import { deviceCountSql, deviceListSql, devicePageSql, parseDeviceListQuery } from './device-list.query';
-import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow, deviceView } from './device-view';
-import { Device } from './device.entity';
+import type { DeviceListQuery } from './device-list.query';
+import { deviceView } from './device-view';
+import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
+import { type DeviceChanges, DevicesRepository } from './devices.repository';
 import type {
   ConsoleCodeDto,
   CreateDeviceDto,
@@ -23,15 +24,13 @@ import type {
   UpgradeDto,
 } from './dto/device.dto';
 
-/** pending_updates.firmware_id → firmwares (migrations/1795322356360-Init.ts). */
-const PENDING_UPDATE_FIRMWARE_FK = 'FK_59da91b0017916881c7303e3b9b';
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 @Injectable()
 export class DevicesService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly devices: DevicesRepository,
+    private readonly transactions: Transactions,
     private readonly products: ProductsService,
+    private readonly firmware: FirmwareRecordsService,
     private readonly console: DeviceConsole,
     private readonly updates: UpdateNotifier,
     private readonly audit: AuditService,
@@ -44,14 +43,17 @@ export class DevicesService {
   ): Promise<Created<{ data: DeviceView }>> {
     const product = await this.products.findInOrg(access, productName);
     try {
-      await this.db.transaction(async (tx) => {
-        await tx.getRepository(Device).insert({
-          orgId: access.orgId,
-          productId: product.id,
-          identifier: dto.identifier,
-          description: dto.description ?? null,
-          tags: normaliseTags(dto.tags),
-        });
+      await this.transactions.run(async (tx) => {
+        await this.devices.insert(
+          {
+            orgId: access.orgId,
+            productId: product.id,
+            identifier: dto.identifier,
+            description: dto.description ?? null,
+            tags: normaliseTags(dto.tags),
+          },
+          tx,
+        );
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -62,7 +64,7 @@ export class DevicesService {
         });
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw DomainError.invalidField('identifier', 'has already been taken');
+      if (isUniqueViolation(err)) throw DomainError.invalidField('identifier', ALREADY_TAKEN);
       throw err;
     }
     const device = await this.load(product, dto.identifier);
@@ -72,21 +74,11 @@ export class DevicesService {
   async list(
     access: OrgAccess,
     productName: string,
-    query: RawQuery,
+    listQuery: DeviceListQuery,
   ): Promise<{ data: DeviceView[]; pagination: PaginationView }> {
-    const listQuery = parseDeviceListQuery(query);
     const product = await this.products.findInOrg(access, productName);
-    const { where, orderBy, params } = deviceListSql(product.id, listQuery);
-    const countQuery = deviceCountSql(product.id, listQuery, where, params);
-    const [rows, [{ count }]] = await Promise.all([
-      readRows<DeviceRow>(this.db, devicePageSql(where, orderBy, params), [
-        ...params,
-        listQuery.page.pageSize,
-        listQuery.page.offset,
-      ]),
-      readRows<{ count: number }>(this.db, countQuery.sql, countQuery.params),
-    ]);
-    return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, count) };
+    const { rows, total } = await this.devices.listForProduct(product.id, listQuery);
+    return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, total) };
   }
 
   async show(access: OrgAccess, productName: string, identifier: string): Promise<{ data: DeviceView }> {
@@ -98,12 +90,9 @@ export class DevicesService {
 
   /** `GET /api/devices/{identifier}`: the guard found the device among the caller's organizations. */
   async showById(access: DeviceAccess): Promise<{ data: DeviceView }> {
-    const rows = await this.db.query<DeviceRow[]>(
-      `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE d.id = $1`,
-      [access.deviceId],
-    );
-    if (!rows[0]) throw DomainError.notFound();
-    return { data: deviceView(rows[0]) };
+    const row = await this.devices.findRowById(access.deviceId);
+    if (!row) throw DomainError.notFound();
+    return { data: deviceView(row) };
   }
 
   async update(
@@ -113,14 +102,13 @@ export class DevicesService {
     dto: UpdateDeviceDto,
   ): Promise<{ data: DeviceView }> {
     const product = await this.products.findInOrg(access, productName);
-    const changes: Partial<Device> = {};
+    const changes: DeviceChanges = {};
     if (dto.description !== undefined) changes.description = dto.description;
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags);
     if (dto.updates_enabled !== undefined) changes.updatesEnabled = dto.updates_enabled;
     if (Object.keys(changes).length > 0) {
-      await this.db.transaction(async (tx) => {
-        const result = await tx.getRepository(Device).update({ productId: product.id, identifier }, changes);
-        if (!result.affected) throw DomainError.notFound();
+      await this.transactions.run(async (tx) => {
+        if (!(await this.devices.update(product.id, identifier, changes, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -138,9 +126,8 @@ export class DevicesService {
 
   async remove(access: OrgAccess, productName: string, identifier: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
-    await this.db.transaction(async (tx) => {
-      const result = await tx.getRepository(Device).delete({ productId: product.id, identifier });
-      if (!result.affected) throw DomainError.notFound();
+    await this.transactions.run(async (tx) => {
+      if (!(await this.devices.delete(product.id, identifier, tx))) throw DomainError.notFound();
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -155,7 +142,7 @@ export class DevicesService {
   /** Records the manual upgrade (one per device; a newer one replaces one not yet delivered). */
   async upgrade(access: OrgAccess, productName: string, identifier: string, dto: UpgradeDto): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
-    const device = await this.db.getRepository(Device).findOneBy({ productId: product.id, identifier });
+    const device = await this.devices.findByIdentifier(product.id, identifier);
     if (!device) throw DomainError.notFound();
     await this.recordUpgrade(access, device.id, identifier, product.id, dto.uuid);
   }
@@ -166,9 +153,9 @@ export class DevicesService {
 
   async sendConsoleCode(access: DeviceAccess, dto: ConsoleCodeDto): Promise<void> {
     const code = dto.code ?? dto.body;
-    if (code === undefined || code === '') throw DomainError.invalidField('code', "can't be blank");
+    if (code === undefined || code === '') throw DomainError.invalidField('code', BLANK);
     const delivered = await this.console.send(access.deviceId, code);
-    if (!delivered) throw DomainError.conflict('device is not connected');
+    if (!delivered) throw DomainError.conflict(DEVICE_NOT_CONNECTED);
   }
 
   private async recordUpgrade(
@@ -179,66 +166,34 @@ export class DevicesService {
     uuid: string,
   ): Promise<void> {
     const firmwareId = UUID_PATTERN.test(uuid)
-      ? (
-          await this.db.query<{ id: string }[]>(
-            `SELECT id FROM firmwares WHERE product_id = $1 AND uuid = $2`,
-            [productId, uuid.toLowerCase()],
-          )
-        )[0]?.id
+      ? await this.firmware.findIdByUuid(productId, uuid.toLowerCase())
       : undefined;
-    if (!firmwareId) throw DomainError.invalidField('uuid', 'does not match a firmware of this product');
+    if (!firmwareId) throw DomainError.invalidField('uuid', UNKNOWN_FIRMWARE);
     try {
-      await this.recordPendingUpdate(access, deviceId, identifier, firmwareId, uuid);
+      await this.transactions.run(async (tx) => {
+        await this.firmware.requestUpdate(deviceId, firmwareId, access.actor.userId, tx);
+        await this.audit.record(tx, {
+          orgId: access.orgId,
+          actor: access.actor,
+          action: 'device.upgrade',
+          targetType: 'device',
+          targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+          details: { firmware_uuid: uuid.toLowerCase() },
+        });
+      });
     } catch (err) {
-      // The firmware, the device or the caller's user was deleted since they were read.
-      if (!isForeignKeyViolation(err)) throw err;
-      if (pgError(err)?.constraint === PENDING_UPDATE_FIRMWARE_FK) {
-        throw DomainError.invalidField('uuid', 'does not match a firmware of this product');
-      }
-      throw DomainError.notFound();
+      // Deleted since it was read: the firmware (as if it had never matched), or the device or caller's user.
+      const gone = this.firmware.deletedUpdateTarget(err);
+      if (gone === 'firmware') throw DomainError.invalidField('uuid', UNKNOWN_FIRMWARE);
+      if (gone !== undefined) throw DomainError.notFound();
+      throw err;
     }
     await this.updates.pendingUpdateChanged(deviceId);
   }
 
-  private async recordPendingUpdate(
-    access: OrgAccess,
-    deviceId: string,
-    identifier: string | null,
-    firmwareId: string,
-    uuid: string,
-  ): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
-         ON CONFLICT (device_id) DO UPDATE
-           SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
-               inserted_at = now(), delivered_at = NULL`,
-        [deviceId, firmwareId, access.actor.userId],
-      );
-      await this.audit.record(tx, {
-        orgId: access.orgId,
-        actor: access.actor,
-        action: 'device.upgrade',
-        targetType: 'device',
-        targetId:
-          identifier ??
-          (
-            await tx.query<{ identifier: string }[]>(`SELECT identifier FROM devices WHERE id = $1`, [
-              deviceId,
-            ])
-          )[0]?.identifier ??
-          deviceId,
-        details: { firmware_uuid: uuid.toLowerCase() },
-      });
-    });
-  }
-
   private async load(product: Product, identifier: string) {
-    const rows = await this.db.query<DeviceRow[]>(
-      `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE d.product_id = $1 AND d.identifier = $2`,
-      [product.id, identifier],
-    );
-    return rows[0] ? deviceView(rows[0]) : null;
+    const row = await this.devices.findRowByIdentifier(product.id, identifier);
+    return row ? deviceView(row) : null;
   }
 
   private location(access: OrgAccess, product: Product, identifier: string): string {

@@ -2,6 +2,7 @@ import { DomainError } from '../common/errors/domain-error';
 import type { Product } from '../products/product.entity';
 import { readPackbeam, type Packbeam } from './atomvm/packbeam';
 import { readEspAppImage, type EspAppImage } from './esp-idf/esp-app-image';
+import { NO_SIGNING_KEYS } from './firmware.errors';
 import type { FirmwareTool } from './formats/detect-format';
 import { uuidFromDigest } from './formats/firmware-uuid';
 import { normaliseFirmwareVersion } from './formats/firmware-version';
@@ -15,7 +16,7 @@ import {
   MAX_SIGNED_FILE_BYTES,
   verifyMetaSignature,
 } from './fwup';
-import type { ReceivedFile } from './upload-receiver';
+import type { ReceivedFile } from './received-file';
 
 /** What an accepted upload is recorded as, whatever its format. */
 export interface FirmwareCandidate {
@@ -137,7 +138,7 @@ async function inspectFwup(
     throw invalidFirmware("is not signed: fwup firmware must be signed with one of the organization's keys");
   }
   const keys = await loadKeys();
-  if (keys.length === 0) throw invalidFirmware('is signed, but the organization has no signing keys yet');
+  if (keys.length === 0) throw invalidFirmware(NO_SIGNING_KEYS);
   const signedWith = verifyMetaSignature(archive.metaConf, archive.signature, keys);
   if (signedWith === null)
     throw invalidFirmware("signature does not match any of the organization's signing keys");
@@ -177,7 +178,7 @@ async function inspectPackbeam(
   let signedWith: string | null = null;
   if (packbeam.signature) {
     const keys = await loadKeys();
-    if (keys.length === 0) throw invalidFirmware('is signed, but the organization has no signing keys yet');
+    if (keys.length === 0) throw invalidFirmware(NO_SIGNING_KEYS);
     if (packbeam.signature.signedLength > MAX_SIGNED_FILE_BYTES) {
       throw invalidFirmware(
         `is a signed packbeam of more than ${MAX_SIGNED_FILE_BYTES / 1024 / 1024} MiB; signed AtomVM packbeams are accepted up to that size`,

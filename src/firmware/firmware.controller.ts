@@ -6,13 +6,17 @@ import { CurrentAccess, Route } from '../common/auth/decorators';
 import { ApiOperationDoc, FieldErrorBody } from '../common/openapi/api-docs';
 import { FirmwareDetailView, FirmwareUploadDto, FirmwareView } from './dto/firmware.dto';
 import { FirmwareService } from './firmware.service';
+import { FirmwareUploadReceiver } from './upload-receiver';
 
 @ApiTags('Firmwares')
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @ApiParam({ name: 'product_name', description: 'Product name' })
 @Controller('api/orgs/:org_name/products/:product_name/firmwares')
 export class FirmwareController {
-  constructor(private readonly firmware: FirmwareService) {}
+  constructor(
+    private readonly firmware: FirmwareService,
+    private readonly uploads: FirmwareUploadReceiver,
+  ) {}
 
   @Post()
   @Route('firmwares.upload')
@@ -56,12 +60,14 @@ export class FirmwareController {
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/orgs/{org_name}/products/{product_name}/firmwares/{uuid}' } },
   })
-  upload(
+  async upload(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
     @Req() request: Request,
   ) {
-    return this.firmware.upload(access, product, request);
+    // An unknown product is the 404 before any byte of the upload is read.
+    await this.firmware.checkUploadTarget(access, product);
+    return this.firmware.ingest(access, product, await this.uploads.receive(request));
   }
 
   @Get()

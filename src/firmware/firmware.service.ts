@@ -1,25 +1,24 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
+import { Injectable } from '@nestjs/common';
 import { rm } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
+import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { APP_CONFIG, type AppConfig } from '../config/config';
+import { UUID_PATTERN } from '../common/values';
+import { Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
 import type { Product } from '../products/product.entity';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
-import { Firmware } from './firmware.entity';
+import type { Firmware } from './firmware.entity';
+import { FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
+import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareStorage } from './storage/firmware-storage';
-import { type ReceivedFile, receiveFirmwareUpload } from './upload-receiver';
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import type { ReceivedFile } from './received-file';
 
 function firmwareView(firmware: Firmware, productName: string): FirmwareView {
   return {
@@ -37,8 +36,8 @@ const invalidFirmware = (message: string) => DomainError.invalidField('firmware'
 @Injectable()
 export class FirmwareService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly firmwares: FirmwaresRepository,
+    private readonly transactions: Transactions,
     private readonly products: ProductsService,
     private readonly keys: SigningKeysService,
     private readonly storage: FirmwareStorage,
@@ -47,10 +46,7 @@ export class FirmwareService {
 
   async list(access: OrgAccess, productName: string): Promise<{ data: FirmwareView[] }> {
     const product = await this.products.findInOrg(access, productName);
-    const rows = await this.db.getRepository(Firmware).find({
-      where: { productId: product.id },
-      order: { versionSortKey: 'DESC', insertedAt: 'DESC' },
-    });
+    const rows = await this.firmwares.listForProduct(product.id);
     return { data: rows.map((f) => firmwareView(f, product.name)) };
   }
 
@@ -70,9 +66,8 @@ export class FirmwareService {
     const product = await this.products.findInOrg(access, productName);
     const firmware = await this.find(product, uuid);
     try {
-      await this.db.transaction(async (tx) => {
-        const result = await tx.getRepository(Firmware).delete({ id: firmware.id });
-        if (!result.affected) throw DomainError.notFound();
+      await this.transactions.run(async (tx) => {
+        if (!(await this.firmwares.delete(firmware.id, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -83,30 +78,38 @@ export class FirmwareService {
         });
       });
     } catch (err) {
-      if (isForeignKeyViolation(err))
-        throw DomainError.conflict('a pending device update still targets this firmware');
+      if (isForeignKeyViolation(err)) throw DomainError.conflict(FIRMWARE_IN_USE);
       throw err;
     }
     await this.storage.remove(firmware.storageKey);
   }
 
-  /** Streams the upload to disk, validates the archive, then stores it: the file is never held in memory. */
-  async upload(
+  /**
+   * The product an upload goes to, or the 404: the controller asks before it reads the upload, so that an
+   * unknown product is answered before any byte of the file is received.
+   */
+  async checkUploadTarget(access: OrgAccess, productName: string): Promise<void> {
+    await this.products.findInOrg(access, productName);
+  }
+
+  /**
+   * Validates a received file and stores it (the file, a temporary file of the store, is consumed: adopted
+   * into storage or removed). It was streamed to disk, never held in memory.
+   */
+  async ingest(
     access: OrgAccess,
     productName: string,
-    request: IncomingMessage,
+    file: ReceivedFile,
   ): Promise<Created<{ data: FirmwareView }>> {
-    const product = await this.products.findInOrg(access, productName);
-    const temporary = await this.storage.temporaryPath();
     try {
-      const file = await receiveFirmwareUpload(request, temporary, this.config.firmwareMaxBytes);
+      const product = await this.products.findInOrg(access, productName);
       const firmware = await this.validateAndStore(access, product, file);
       return new Created(
         `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/firmwares/${firmware.uuid}`,
         { data: firmwareView(firmware, product.name) },
       );
     } finally {
-      await rm(temporary, { force: true });
+      await rm(file.path, { force: true });
     }
   }
 
@@ -114,32 +117,28 @@ export class FirmwareService {
     const tool = await detectFileFormat(file.path);
     if (tool === null) throw invalidFirmware(UNRECOGNISED_FORMAT);
     if (!(product.allowedUpdateTools as string[]).includes(tool)) {
-      throw invalidFirmware(
-        `The product "${product.name}" does not accept ${tool} firmware. A member with the manage role can ` +
-          `enable it in the product's settings (allowed_update_tools).`,
-      );
+      throw invalidFirmware(toolNotAllowed(product.name, tool));
     }
     const candidate = await inspectFirmware(tool, file, product, () => this.keys.forOrg(access.orgId));
     const storageKey = `${product.id}/${candidate.uuid}${FILE_EXTENSIONS[tool]}`;
     let stored = false;
     try {
-      return await this.db.transaction(async (tx) => {
+      return await this.transactions.run(async (tx) => {
         // Serialises uploads to one product so that "version already taken" cannot race.
-        await tx.query(`SELECT pg_advisory_xact_lock(hashtext('firmware'), hashtext($1))`, [product.id]);
-        const repo = tx.getRepository(Firmware);
-        if (await repo.existsBy({ productId: product.id, uuid: candidate.uuid })) {
-          throw DomainError.invalidField('uuid', 'has already been taken');
+        await this.firmwares.lockProductUploads(product.id, tx);
+        if (await this.firmwares.existsByUuid(product.id, candidate.uuid, tx)) {
+          throw DomainError.invalidField('uuid', ALREADY_TAKEN);
         }
         if (
           product.requireUniqueFirmwareVersion &&
-          (await repo.existsBy({ productId: product.id, version: candidate.version }))
+          (await this.firmwares.existsByVersion(product.id, candidate.version, tx))
         ) {
-          throw DomainError.invalidField('version', 'has already been taken');
+          throw DomainError.invalidField('version', ALREADY_TAKEN);
         }
         await this.storage.adopt(storageKey, file.path);
         stored = true;
-        const saved = await repo.save(
-          repo.create({
+        const saved = await this.firmwares.insert(
+          {
             productId: product.id,
             uuid: candidate.uuid,
             version: candidate.version,
@@ -159,7 +158,8 @@ export class FirmwareService {
             storageKey,
             signedWith: candidate.signedWith,
             uploadedById: access.actor.userId,
-          }),
+          },
+          tx,
         );
         await this.audit.record(tx, {
           orgId: access.orgId,
@@ -173,14 +173,14 @@ export class FirmwareService {
       });
     } catch (err) {
       if (stored) await this.storage.remove(storageKey);
-      if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', 'has already been taken');
+      if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', ALREADY_TAKEN);
       throw err;
     }
   }
 
   private async find(product: Product, uuid: string): Promise<Firmware> {
     const firmware = UUID_PATTERN.test(uuid)
-      ? await this.db.getRepository(Firmware).findOneBy({ productId: product.id, uuid: uuid.toLowerCase() })
+      ? await this.firmwares.findByUuid(product.id, uuid.toLowerCase())
       : null;
     if (!firmware) throw DomainError.notFound();
     return firmware;

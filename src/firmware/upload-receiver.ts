@@ -1,25 +1,23 @@
+import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import { createHash, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DomainError } from '../common/errors/domain-error';
 import { collectYoungGarbage } from '../common/memory/young-garbage';
 import { ErrorCode } from '../common/errors/error-codes';
+import { BLANK } from '../common/errors/messages';
+import { APP_CONFIG, type AppConfig } from '../config/config';
+import { MALFORMED_MULTIPART } from './firmware.errors';
+import type { ReceivedFile } from './received-file';
+import { FirmwareStorage } from './storage/firmware-storage';
 
 const CHUNK_BYTES = 1024 * 1024;
 /** Bytes streamed between two collections of the network buffers already written (see collectYoungGarbage). */
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
-
-export interface ReceivedFile {
-  path: string;
-  size: number;
-  /** Lower-case hex SHA-256 of the whole file and of each 1 MiB chunk. */
-  sha256: string;
-  chunkSha256: string[];
-}
 
 /** Hashes bytes as they pass: the whole stream and each 1 MiB chunk. */
 class HashingStream extends Transform {
@@ -91,7 +89,7 @@ export async function receiveFirmwareUpload(
       limits: { files: 1, fileSize: maxBytes, fields: 20, parts: 30 },
     });
   } catch {
-    throw DomainError.badRequest('malformed multipart body');
+    throw DomainError.badRequest(MALFORMED_MULTIPART);
   }
 
   return new Promise<ReceivedFile>((resolve, reject) => {
@@ -128,12 +126,12 @@ export async function receiveFirmwareUpload(
       });
       fileWork.catch(fail);
     });
-    parser.on('error', () => fail(DomainError.badRequest('malformed multipart body')));
+    parser.on('error', () => fail(DomainError.badRequest(MALFORMED_MULTIPART)));
     parser.on('partsLimit', () => fail(DomainError.badRequest('too many multipart parts')));
     parser.on('close', () => {
       if (settled) return;
       if (!fileWork) {
-        fail(DomainError.invalidField('firmware', "can't be blank"));
+        fail(DomainError.invalidField('firmware', BLANK));
         return;
       }
       fileWork.then((file) => {
@@ -145,4 +143,49 @@ export async function receiveFirmwareUpload(
     request.on('aborted', () => fail(DomainError.badRequest('upload aborted')));
     request.pipe(parser);
   });
+}
+
+/** Writes `source` to `targetPath`, hashing on the way (the demo's firmware, already in memory). */
+export async function receiveFirmwareStream(source: Readable, targetPath: string): Promise<ReceivedFile> {
+  const hashing = new HashingStream();
+  try {
+    await pipeline(source, hashing, createWriteStream(targetPath));
+  } catch (err) {
+    await rm(targetPath, { force: true });
+    throw err;
+  }
+  return {
+    path: targetPath,
+    size: hashing.size,
+    sha256: hashing.whole.digest('hex'),
+    chunkSha256: hashing.chunks,
+  };
+}
+
+/**
+ * Receives firmware files into temporary files of the store, for FirmwareService.ingest: the controller's
+ * multipart upload (at most the configured size), or a stream (the CLI demo).
+ */
+@Injectable()
+export class FirmwareUploadReceiver {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly storage: FirmwareStorage,
+  ) {}
+
+  /** The multipart field `firmware` of the request; every refusal is a DomainError and leaves no file behind. */
+  async receive(request: IncomingMessage): Promise<ReceivedFile> {
+    const temporary = await this.storage.temporaryPath();
+    try {
+      return await receiveFirmwareUpload(request, temporary, this.config.firmwareMaxBytes);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  /** The bytes of `source`, whole. */
+  async receiveStream(source: Readable): Promise<ReceivedFile> {
+    return receiveFirmwareStream(source, await this.storage.temporaryPath());
+  }
 }

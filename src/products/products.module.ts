@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
+import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { FirmwareStorageModule } from '../firmware/storage/firmware-storage.module';
 import { ProductsController } from './products.controller';
+import { ProductsRepository } from './products.repository';
 import { ProductsService } from './products.service';
 
 @Module({
-  imports: [FirmwareStorageModule],
+  imports: [FirmwareStorageModule, FirmwareRecordsModule],
   controllers: [ProductsController],
-  providers: [ProductsService],
+  providers: [ProductsService, ProductsRepository],
   exports: [ProductsService],
 })
 export class ProductsModule {}

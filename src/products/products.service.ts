@@ -1,15 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
+import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
+import { Transactions } from '../database/transactions';
+import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
 import { Product } from './product.entity';
-import { joinedProductRow, PRODUCT_COLUMNS, type ProductRow } from './product-row';
+import { joinedProductRow, type ProductRow } from './product-row';
+import { PRODUCT_HAS_DEVICES } from './products.errors';
+import { type ProductChanges, ProductsRepository } from './products.repository';
 
 export function productView(product: Product): ProductView {
   return {
@@ -48,15 +51,16 @@ export class ProductsService {
   private readonly logger = new Logger(ProductsService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly products: ProductsRepository,
+    private readonly transactions: Transactions,
+    private readonly firmware: FirmwareRecordsService,
     private readonly audit: AuditService,
     private readonly storage: FirmwareStorage,
   ) {}
 
   /**
    * The product of the caller's organization, or the contract's 404. On routes under a product the AuthGuard has
-   * read it already, with the membership (`access.product`); otherwise plain SQL: the repository would build the
-   * same query anew each time.
+   * read it already, with the membership (`access.product`); otherwise one read by name.
    */
   async findInOrg(access: OrgAccess, name: string): Promise<Product> {
     if (access.product?.name === name) {
@@ -64,19 +68,15 @@ export class ProductsService {
       if (!found) throw DomainError.notFound();
       return Object.assign(new Product(), found);
     }
-    const rows = await this.db.query<ProductRow[]>(
-      `SELECT ${PRODUCT_COLUMNS} FROM products WHERE org_id = $1 AND name = $2`,
-      [access.orgId, name],
-    );
-    if (!rows[0]) throw DomainError.notFound();
-    return productFromRow(rows[0]);
+    const row = await this.products.findByName(access.orgId, name);
+    if (!row) throw DomainError.notFound();
+    return productFromRow(row);
   }
 
   async create(access: OrgAccess, dto: CreateProductDto): Promise<Created<{ data: ProductView }>> {
     try {
-      const product = await this.db.transaction(async (tx) => {
-        const repo = tx.getRepository(Product);
-        const saved = await repo.save(repo.create({ orgId: access.orgId, name: dto.name }));
+      const product = await this.transactions.run(async (tx) => {
+        const saved = await this.products.insert(access.orgId, dto.name, tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -90,15 +90,13 @@ export class ProductsService {
         data: productView(product),
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw DomainError.invalidField('name', 'has already been taken');
+      if (isUniqueViolation(err)) throw DomainError.invalidField('name', ALREADY_TAKEN);
       throw err;
     }
   }
 
   async list(access: OrgAccess): Promise<{ data: ProductView[] }> {
-    const products = await this.db
-      .getRepository(Product)
-      .find({ where: { orgId: access.orgId }, order: { name: 'ASC' } });
+    const products = await this.products.listForOrg(access.orgId);
     return { data: products.map(productView) };
   }
 
@@ -108,7 +106,7 @@ export class ProductsService {
 
   async update(access: OrgAccess, name: string, dto: UpdateProductDto): Promise<{ data: ProductView }> {
     const product = await this.findInOrg(access, name);
-    const changes: Partial<Product> = {};
+    const changes: ProductChanges = {};
     if (dto.allow_unsigned_atomvm_firmware !== undefined) {
       changes.allowUnsignedAtomvmFirmware = dto.allow_unsigned_atomvm_firmware;
     }
@@ -120,9 +118,8 @@ export class ProductsService {
       changes.requireUniqueFirmwareVersion = dto.require_unique_firmware_version;
     }
     if (Object.keys(changes).length === 0) return { data: productView(product) };
-    await this.db.transaction(async (tx) => {
-      const result = await tx.getRepository(Product).update({ id: product.id }, changes);
-      if (!result.affected) throw DomainError.notFound();
+    await this.transactions.run(async (tx) => {
+      if (!(await this.products.update(product.id, changes, tx))) throw DomainError.notFound();
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -135,20 +132,17 @@ export class ProductsService {
     return { data: productView({ ...product, ...changes }) };
   }
 
-  /** Deletes a product with no devices; its firmware and scripts go with it. */
-  /** Deletes the product with its firmware (rows in the transaction, then their files). */
+  /**
+   * Deletes a product with no devices (409 otherwise); its firmware and scripts go with it: the rows in the
+   * transaction, then the firmware files (one that cannot be removed is logged, never a failed request).
+   */
   async remove(access: OrgAccess, name: string): Promise<void> {
     const product = await this.findInOrg(access, name);
     let firmwareFiles: string[];
     try {
-      firmwareFiles = await this.db.transaction(async (tx) => {
-        // TypeORM answers a DELETE ... RETURNING with [rows, affected].
-        const [firmware]: [{ storage_key: string }[], number] = await tx.query(
-          `DELETE FROM firmwares WHERE product_id = $1 RETURNING storage_key`,
-          [product.id],
-        );
-        const result = await tx.getRepository(Product).delete({ id: product.id });
-        if (!result.affected) throw DomainError.notFound();
+      firmwareFiles = await this.transactions.run(async (tx) => {
+        const storageKeys = await this.firmware.deleteAllOfProduct(product.id, tx);
+        if (!(await this.products.delete(product.id, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -156,11 +150,11 @@ export class ProductsService {
           targetType: 'product',
           targetId: product.name,
         });
-        return firmware.map((row) => row.storage_key);
+        return storageKeys;
       });
     } catch (err) {
       if (isForeignKeyViolation(err)) {
-        throw DomainError.conflict('the product still has devices: delete or move them first');
+        throw DomainError.conflict(PRODUCT_HAS_DEVICES);
       }
       throw err;
     }

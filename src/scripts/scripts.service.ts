@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
@@ -12,16 +10,17 @@ import {
   type RawQuery,
 } from '../common/http/pagination';
 import { normaliseTags, parseBigId } from '../common/values';
-import { readRows } from '../database/read-rows';
+import { Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
 import type { CreateScriptDto, ScriptView, UpdateScriptDto } from './dto/script.dto';
-import { SCRIPT_IN_PRODUCT, SELECT_SCRIPT, type ScriptRow, scriptView } from './script-view';
-import { SupportScript } from './support-script.entity';
+import { scriptView } from './script-view';
+import { type ScriptChanges, ScriptsRepository } from './scripts.repository';
 
 @Injectable()
 export class ScriptsService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly scripts: ScriptsRepository,
+    private readonly transactions: Transactions,
     private readonly products: ProductsService,
     private readonly audit: AuditService,
   ) {}
@@ -32,15 +31,17 @@ export class ScriptsService {
     dto: CreateScriptDto,
   ): Promise<Created<{ data: ScriptView }>> {
     const product = await this.products.findInOrg(access, productName);
-    const id = await this.db.transaction(async (tx) => {
-      const inserted = await tx.getRepository(SupportScript).insert({
-        productId: product.id,
-        name: dto.name,
-        text: dto.text,
-        tags: normaliseTags(dto.tags).join(','),
-        createdById: access.actor.userId,
-      });
-      const newId = String((inserted.identifiers[0] as { id: string }).id);
+    const id = await this.transactions.run(async (tx) => {
+      const newId = await this.scripts.insert(
+        {
+          productId: product.id,
+          name: dto.name,
+          text: dto.text,
+          tags: normaliseTags(dto.tags).join(','),
+          createdById: access.actor.userId,
+        },
+        tx,
+      );
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -73,15 +74,9 @@ export class ScriptsService {
   ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
     const page = parsePageRequest(query);
     const product = await this.products.findInOrg(access, productName);
-    const [rows, [{ count }]] = await Promise.all([
-      this.db.query<ScriptRow[]>(
-        `${SELECT_SCRIPT} WHERE s.product_id = $1 ORDER BY s.id LIMIT $2 OFFSET $3`,
-        [product.id, page.pageSize, page.offset],
-      ),
-      this.db.query<{ count: number }[]>(
-        `SELECT count(*)::int AS count FROM support_scripts WHERE product_id = $1`,
-        [product.id],
-      ),
+    const [rows, count] = await Promise.all([
+      this.scripts.listPage(product.id, page.pageSize, page.offset),
+      this.scripts.countInProduct(product.id),
     ]);
     return { data: rows.map(scriptView), pagination: paginationView(page, count) };
   }
@@ -95,14 +90,13 @@ export class ScriptsService {
     const product = await this.products.findInOrg(access, productName);
     const id = parseBigId(rawId);
     if (id === null) throw DomainError.notFound();
-    const changes: Partial<SupportScript> = {};
+    const changes: ScriptChanges = {};
     if (dto.name !== undefined) changes.name = dto.name;
     if (dto.text !== undefined) changes.text = dto.text;
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags).join(',');
     if (Object.keys(changes).length > 0) {
-      await this.db.transaction(async (tx) => {
-        const result = await tx.getRepository(SupportScript).update({ id, productId: product.id }, changes);
-        if (!result.affected) throw DomainError.notFound();
+      await this.transactions.run(async (tx) => {
+        if (!(await this.scripts.update(product.id, id, changes, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -122,9 +116,8 @@ export class ScriptsService {
     const product = await this.products.findInOrg(access, productName);
     const id = parseBigId(rawId);
     if (id === null) throw DomainError.notFound();
-    await this.db.transaction(async (tx) => {
-      const result = await tx.getRepository(SupportScript).delete({ id, productId: product.id });
-      if (!result.affected) throw DomainError.notFound();
+    await this.transactions.run(async (tx) => {
+      if (!(await this.scripts.delete(product.id, id, tx))) throw DomainError.notFound();
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -137,7 +130,7 @@ export class ScriptsService {
   }
 
   private async load(productId: string, id: string): Promise<ScriptView | null> {
-    const rows = await readRows<ScriptRow>(this.db, SCRIPT_IN_PRODUCT, [productId, id]);
-    return rows[0] ? scriptView(rows[0]) : null;
+    const row = await this.scripts.findInProduct(productId, id);
+    return row ? scriptView(row) : null;
   }
 }

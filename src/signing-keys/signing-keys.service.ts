@@ -1,16 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { Actor, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
+import { ALREADY_TAKEN, BLANK } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { hasMoreCodePoints } from '../common/values';
+import { Transactions } from '../database/transactions';
 import { isValidSigningKey } from '../firmware/fwup';
-import { SigningKey } from '../firmware/signing-key.entity';
-import { Org } from '../orgs/org.entity';
+import { OrgsService } from '../orgs/orgs.service';
 import type { SigningKeyView } from './dto/signing-key.dto';
+import type { SigningKey } from './signing-key.entity';
+import { INVALID_KEY, NAME_TOO_LONG, ORG_DOES_NOT_EXIST } from './signing-keys.errors';
+import { SigningKeysRepository } from './signing-keys.repository';
 
 function view(key: SigningKey): SigningKeyView {
   return { name: key.name, key: key.key, inserted_at: key.insertedAt.toISOString() };
@@ -19,7 +21,9 @@ function view(key: SigningKey): SigningKeyView {
 @Injectable()
 export class SigningKeysService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly keys: SigningKeysRepository,
+    private readonly transactions: Transactions,
+    private readonly orgs: OrgsService,
     private readonly audit: AuditService,
   ) {}
 
@@ -32,22 +36,19 @@ export class SigningKeysService {
 
   /** For the CLI: the organization by name. */
   async createByOrgName(orgName: string, name: string, key: string): Promise<SigningKeyView> {
-    const org = await this.db.getRepository(Org).findOneBy({ name: orgName });
-    if (!org) throw DomainError.invalidField('org', 'does not exist');
+    const org = await this.orgs.findByName(orgName);
+    if (!org) throw DomainError.invalidField('org', ORG_DOES_NOT_EXIST);
     return view(await this.insert(org.id, name.trim(), key.trim(), null));
   }
 
   async list(access: OrgAccess): Promise<{ data: SigningKeyView[] }> {
-    const keys = await this.db
-      .getRepository(SigningKey)
-      .find({ where: { orgId: access.orgId }, order: { name: 'ASC' } });
+    const keys = await this.keys.listByName(access.orgId);
     return { data: keys.map(view) };
   }
 
   async remove(access: OrgAccess, name: string): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      const result = await tx.getRepository(SigningKey).delete({ orgId: access.orgId, name });
-      if (!result.affected) throw DomainError.notFound();
+    await this.transactions.run(async (tx) => {
+      if (!(await this.keys.deleteByName(access.orgId, name, tx))) throw DomainError.notFound();
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -60,23 +61,19 @@ export class SigningKeysService {
 
   /** The organization's keys, for signature checks. */
   forOrg(orgId: string): Promise<SigningKey[]> {
-    return this.db.getRepository(SigningKey).find({ where: { orgId }, order: { id: 'ASC' } });
+    return this.keys.listForOrg(orgId);
   }
 
   private async insert(orgId: string, name: string, key: string, actor: Actor | null): Promise<SigningKey> {
     if (name === '' || hasMoreCodePoints(name, 255)) {
-      throw DomainError.invalidField(
-        'name',
-        name === '' ? "can't be blank" : 'should be at most 255 character(s)',
-      );
+      throw DomainError.invalidField('name', name === '' ? BLANK : NAME_TOO_LONG);
     }
     if (!isValidSigningKey(key)) {
-      throw DomainError.invalidField('key', 'must be a base64 ed25519 public key (32 bytes, 44 characters)');
+      throw DomainError.invalidField('key', INVALID_KEY);
     }
     try {
-      return await this.db.transaction(async (tx) => {
-        const repo = tx.getRepository(SigningKey);
-        const saved = await repo.save(repo.create({ orgId, name, key }));
+      return await this.transactions.run(async (tx) => {
+        const saved = await this.keys.insert({ orgId, name, key }, tx);
         await this.audit.record(tx, {
           orgId,
           actor,
@@ -88,7 +85,7 @@ export class SigningKeysService {
         return saved;
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw DomainError.invalidField('name', 'has already been taken');
+      if (isUniqueViolation(err)) throw DomainError.invalidField('name', ALREADY_TAKEN);
       throw err;
     }
   }

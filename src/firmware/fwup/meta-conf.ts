@@ -1,4 +1,5 @@
 import { FirmwareFormatError } from './firmware-format-error';
+import { UNTERMINATED_STRING } from '../firmware.errors';
 
 /**
  * The `meta-*` settings of an fwup `meta.conf`, decoded. A setting that meta.conf does not contain is null.
@@ -234,7 +235,7 @@ class Lexer {
     let usesEnvironment = false;
     this.pos++;
     for (;;) {
-      if (this.pos >= src.length) throw syntaxError(line, 'unterminated string');
+      if (this.pos >= src.length) throw syntaxError(line, UNTERMINATED_STRING);
       const b = src[this.pos];
       if (b === QUOTE) {
         this.pos++;
@@ -261,7 +262,7 @@ class Lexer {
   private escape(out: number[]): void {
     const src = this.src;
     const next = src[this.pos + 1];
-    if (next === undefined) throw syntaxError(this.line, 'unterminated string');
+    if (next === undefined) throw syntaxError(this.line, UNTERMINATED_STRING);
     if (next === LF) {
       this.line++;
       this.pos += 2;
@@ -301,7 +302,7 @@ class Lexer {
     const out: number[] = [];
     this.pos++;
     for (;;) {
-      if (this.pos >= src.length) throw syntaxError(line, 'unterminated string');
+      if (this.pos >= src.length) throw syntaxError(line, UNTERMINATED_STRING);
       const b = src[this.pos];
       if (b === APOSTROPHE) {
         this.pos++;

@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { Tx } from '../database/transactions';
+import { Product } from './product.entity';
+import { PRODUCT_COLUMNS, type ProductRow } from './product-row';
+
+export type ProductChanges = Partial<
+  Pick<
+    Product,
+    | 'allowUnsignedAtomvmFirmware'
+    | 'allowUnsignedEspIdfFirmware'
+    | 'allowedUpdateTools'
+    | 'requireUniqueFirmwareVersion'
+  >
+>;
+
+/** The `products` table. */
+@Injectable()
+export class ProductsRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The organization's product by name (plain SQL: the repository would build the same query anew each time). */
+  async findByName(orgId: string, name: string): Promise<ProductRow | null> {
+    const rows = await this.db.query<ProductRow[]>(
+      `SELECT ${PRODUCT_COLUMNS} FROM products WHERE org_id = $1 AND name = $2`,
+      [orgId, name],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The organization's products by name. */
+  listForOrg(orgId: string): Promise<Product[]> {
+    return this.db.getRepository(Product).find({ where: { orgId }, order: { name: 'ASC' } });
+  }
+
+  /** Inserts a product with the default settings; a name the organization holds already is pg's unique violation. */
+  insert(orgId: string, name: string, tx: Tx): Promise<Product> {
+    const repo = tx.getRepository(Product);
+    return repo.save(repo.create({ orgId, name }));
+  }
+
+  /** Changes a product's settings; false when it was gone. */
+  async update(id: string, changes: ProductChanges, tx: Tx): Promise<boolean> {
+    const result = await tx.getRepository(Product).update({ id }, changes);
+    return Boolean(result.affected);
+  }
+
+  /** Deletes a product; false when it was gone. Remaining devices are pg's foreign key violation. */
+  async delete(id: string, tx: Tx): Promise<boolean> {
+    const result = await tx.getRepository(Product).delete({ id });
+    return Boolean(result.affected);
+  }
+}
