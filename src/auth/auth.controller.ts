@@ -1,4 +1,4 @@
-import { Body, Controller, Ip, Post } from '@nestjs/common';
+import { Body, Controller, Ip, Post, HttpCode } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Public } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
@@ -20,6 +20,7 @@ export class AuthController {
     isPublic: true,
     errors: [400, 401, 413, 422, 429],
   })
+  @HttpCode(200)
   login(@Body() body: LoginDto, @Ip() ip: string) {
     return this.auth.login(body, ip);
   }

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Actor } from '../common/auth/actor';
 import { CurrentActor, Route } from '../common/auth/decorators';
@@ -41,6 +42,7 @@ export class TokensController {
     required: false,
     description: 'Every field is optional; no body at all is fine',
   })
+  @SetsLocation()
   create(@CurrentActor() actor: Actor, @Body() body: CreateTokenDto) {
     return this.tokens.createForUser(actor, body);
   }
@@ -56,6 +58,7 @@ export class TokensController {
       'revoke tokens (403). The token making the call may revoke itself.',
     status: 204,
   })
+  @HttpCode(204)
   revoke(@CurrentActor() actor: Actor, @Param('id') id: string) {
     return this.tokens.revokeForUser(actor, id);
   }

@@ -1,4 +1,5 @@
-import { Controller, Delete, Get, Param, Post } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Post, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -28,6 +29,7 @@ export class ProductSharedSecretsController {
       Location: { description: '/api/orgs/{org_name}/products/{product_name}/shared_secrets/{key}' },
     },
   })
+  @SetsLocation()
   create(@CurrentAccess() access: OrgAccess, @Param('product_name') productName: string) {
     return this.secrets.createForProduct(access, productName);
   }
@@ -53,6 +55,7 @@ export class ProductSharedSecretsController {
       '`deactivated_at`. Deactivating it again answers 204 as well; a key of another product is a 404.',
     status: 204,
   })
+  @HttpCode(204)
   remove(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') productName: string,
@@ -87,6 +90,7 @@ export class DeviceSharedSecretsController {
       },
     },
   })
+  @SetsLocation()
   create(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') productName: string,

@@ -1,4 +1,16 @@
-import { applyDecorators, Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Param,
+  Patch,
+  Post,
+  Query,
+  HttpCode,
+} from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -81,6 +93,7 @@ export class DevicesController {
       Location: { description: '/api/orgs/{org_name}/products/{product_name}/devices/{identifier}' },
     },
   })
+  @SetsLocation()
   create(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
@@ -143,6 +156,7 @@ export class DevicesController {
   @Route('devices.delete')
   @ApiParam({ name: 'identifier' })
   @ApiOperationDoc({ summary: 'Delete a device', description: 'Extension of 2.0.0.', status: 204 })
+  @HttpCode(204)
   remove(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
@@ -162,6 +176,7 @@ export class DevicesController {
     status: 204,
     errors: [400, 413, 422],
   })
+  @HttpCode(204)
   upgrade(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
@@ -197,6 +212,7 @@ export class DevicesShortController {
     status: 204,
     errors: [400, 413, 422],
   })
+  @HttpCode(204)
   upgrade(@CurrentAccess() access: DeviceAccess, @Body() body: UpgradeDto) {
     return this.devices.upgradeById(access, body);
   }
@@ -210,6 +226,7 @@ export class DevicesShortController {
     status: 204,
     errors: [400, 409, 413, 422],
   })
+  @HttpCode(204)
   code(@CurrentAccess() access: DeviceAccess, @Body() body: ConsoleCodeDto) {
     return this.devices.sendConsoleCode(access, body);
   }

@@ -1,4 +1,5 @@
-import { Controller, Delete, Get, Param, Post, Req } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Post, Req, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiBody, ApiConsumes, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { OrgAccess } from '../common/auth/actor';
@@ -60,6 +61,7 @@ export class FirmwareController {
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/orgs/{org_name}/products/{product_name}/firmwares/{uuid}' } },
   })
+  @SetsLocation()
   async upload(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
@@ -107,6 +109,7 @@ export class FirmwareController {
     status: 204,
     errors: [409],
   })
+  @HttpCode(204)
   remove(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, Query, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -33,6 +34,7 @@ export class IrohController {
     errors: [400, 409, 413, 422],
     headers: { Location: { description: 'The endpoint: /api/orgs/{org_name}/iroh_endpoints/{identifier}' } },
   })
+  @SetsLocation()
   create(@CurrentAccess() access: OrgAccess, @Body() body: CreateIrohEndpointDto) {
     return this.iroh.create(access, body);
   }
@@ -91,6 +93,7 @@ export class IrohController {
     description: 'A device-reported endpoint is recorded again the next time the device reports it.',
     status: 204,
   })
+  @HttpCode(204)
   remove(@CurrentAccess() access: OrgAccess, @Param('identifier') identifier: string) {
     return this.iroh.remove(access, identifier);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, Put, HttpCode } from '@nestjs/common';
 import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -60,6 +60,7 @@ export class MembersController {
     status: 204,
     errors: [409],
   })
+  @HttpCode(204)
   remove(@CurrentAccess() access: OrgAccess, @Param('email') email: string) {
     return this.members.remove(access, email);
   }

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Param, Patch, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Put, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -42,6 +43,7 @@ export class ProductsController {
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/orgs/{org_name}/products/{name}' } },
   })
+  @SetsLocation()
   create(@CurrentAccess() access: OrgAccess, @Body() body: CreateProductDto) {
     return this.products.create(access, body);
   }
@@ -99,6 +101,7 @@ export class ProductsController {
     status: 204,
     errors: [409],
   })
+  @HttpCode(204)
   remove(@CurrentAccess() access: OrgAccess, @Param('product_name') name: string) {
     return this.products.remove(access, name);
   }

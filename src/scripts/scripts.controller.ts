@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Param, Patch, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Put, Query, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -31,6 +32,7 @@ export class ScriptsController {
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/orgs/{org_name}/products/{product_name}/scripts/{id}' } },
   })
+  @SetsLocation()
   create(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') productName: string,
@@ -108,6 +110,7 @@ export class ScriptsController {
   @Route('scripts.delete')
   @ApiParam({ name: 'id' })
   @ApiOperationDoc({ summary: 'Delete a support script', description: 'Extension of 2.0.0.', status: 204 })
+  @HttpCode(204)
   remove(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') productName: string,

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, HttpCode } from '@nestjs/common';
+import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
@@ -22,6 +23,7 @@ export class SigningKeysController {
     errors: [400, 413, 422],
     headers: { Location: { description: '/api/orgs/{org_name}/keys/{name}' } },
   })
+  @SetsLocation()
   create(@CurrentAccess() access: OrgAccess, @Body() body: CreateSigningKeyDto) {
     return this.keys.create(access, body.name, body.key);
   }
@@ -41,6 +43,7 @@ export class SigningKeysController {
   @Route('keys.delete')
   @ApiParam({ name: 'name', description: 'Key name' })
   @ApiOperationDoc({ summary: 'Remove a signing key', description: 'Extension of 2.0.0.', status: 204 })
+  @HttpCode(204)
   remove(@CurrentAccess() access: OrgAccess, @Param('name') name: string) {
     return this.keys.remove(access, name);
   }

@@ -1,4 +1,4 @@
-import { applyDecorators, HttpCode, type Type } from '@nestjs/common';
+import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiExtraModels,
@@ -8,7 +8,6 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import { NOT_FOUND_DETAIL } from '../errors/error-codes';
-import { SetsLocation } from '../http/created';
 
 export class DetailErrors {
   @ApiProperty({ example: NOT_FOUND_DETAIL }) detail: string;
@@ -52,10 +51,20 @@ const ERROR_DOCS: Record<number, { description: string; type: Type<unknown> }> =
   503: { description: 'Database unreachable', type: DetailErrorBody },
 };
 
+/** Handler metadata: what ApiOperationDoc documented as the success status and whether it names `Location`. */
+export const DOCUMENTED_ANSWER = 'fleethub:documented-answer';
+export interface DocumentedAnswer {
+  status: number;
+  location: boolean;
+}
+
 export interface OperationDoc {
   summary: string;
   description?: string;
-  /** HTTP status of success; the default is 200. */
+  /**
+   * HTTP status of success as documented; the default is 200. The handler answers it by Nest's default for its
+   * method or by its own `@HttpCode` (a test checks that the two agree).
+   */
   status?: number;
   /** The `data` record type, or undefined for no content. */
   data?: Type<unknown> | [Type<unknown>];
@@ -65,11 +74,14 @@ export interface OperationDoc {
   errors?: number[];
   isPublic?: boolean;
   deprecated?: boolean;
-  /** Response headers; documenting `Location` also sets it from the handler's `Created` result. */
+  /** Response headers as documented; a handler that answers `Location` has `@SetsLocation()` (checked by a test). */
   headers?: Record<string, { description: string }>;
 }
 
-/** Documents one operation: summary, success body wrapped in `data`, and every error it can answer. */
+/**
+ * Documents one operation: summary, success body wrapped in `data`, and every error it can answer. It documents
+ * only: the status a handler answers and its `Location` header are the handler's own decorators.
+ */
 export function ApiOperationDoc(doc: OperationDoc) {
   const status = doc.status ?? 200;
   const headers = doc.headers
@@ -81,8 +93,9 @@ export function ApiOperationDoc(doc: OperationDoc) {
       )
     : undefined;
   const models: Type<unknown>[] = [DetailErrorBody, FieldErrorBody, AuthErrorBody];
+  const documented: DocumentedAnswer = { status, location: Boolean(doc.headers?.Location) };
   const decorators = [
-    HttpCode(status),
+    SetMetadata(DOCUMENTED_ANSWER, documented),
     ApiOperation({ summary: doc.summary, description: doc.description, deprecated: doc.deprecated }),
   ];
   if (doc.data) {
@@ -115,6 +128,5 @@ export function ApiOperationDoc(doc: OperationDoc) {
     decorators.push(ApiResponse({ status: code, description, type }));
   }
   if (!doc.isPublic) decorators.push(ApiBearerAuth('bearer_auth'));
-  if (doc.headers?.Location) decorators.push(SetsLocation());
   return applyDecorators(ApiExtraModels(...models), ...decorators);
 }
