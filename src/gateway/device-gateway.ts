@@ -656,12 +656,6 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
 
   private onBus({ from, deviceId, message }: DeviceBusEnvelope): void {
     switch (message.kind) {
-      case 'close': {
-        // From an instance that still numbers connections by uuid: the newer one is over there.
-        const conn = this.byDevice.get(deviceId);
-        if (conn && from !== this.instanceId) void this.close(conn, 1000, 'replaced by a newer connection');
-        return;
-      }
       case 'closes': {
         // The newer connections are on the publishing instance (this one replaced its own in `accept`).
         if (from === this.instanceId || !Array.isArray(message.devices)) return;

@@ -6,7 +6,6 @@ import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { FirmwareModule } from '../firmware/firmware.module';
 import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
-import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, PgDeviceBus } from './device-bus';
 import { Admission } from './admission';
@@ -23,7 +22,7 @@ import { PresenceService } from './presence.service';
  * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
  */
 @Module({
-  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule, SigningKeysModule],
+  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
     {
