@@ -1,5 +1,5 @@
 import { decodeEnvelope, encodeEnvelope } from '../src/gateway/device-bus';
-import { CLOSES_PER_MESSAGE } from '../src/gateway/device-gateway';
+import { CLOSES_PER_MESSAGE } from '../src/gateway/device-relay';
 import {
   joinUpdateTool,
   metadataFromJoin,
