@@ -3,6 +3,12 @@ import { WebSocket } from 'ws';
 import type { AuthenticatedDevice } from '../device-auth/device-authenticator';
 import { encodePush } from './phoenix-frames';
 
+/**
+ * The log context of every part of the device gateway: its lines keep the context they had when the gateway was
+ * one class (operators filter on it).
+ */
+export const GATEWAY_LOG_CONTEXT = 'DeviceGateway';
+
 /** Frames waiting for their turn on one connection before it is considered abusive and closed. */
 export const MAX_QUEUED_FRAMES = 500;
 
@@ -37,10 +43,11 @@ export class DeviceConnection {
   private queue: Promise<void> = SETTLED;
   private queued = 0;
 
+  private static readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
+
   constructor(
     readonly ws: WebSocket,
     readonly device: AuthenticatedDevice,
-    private readonly logger: Logger,
   ) {}
 
   get deviceId(): string {
@@ -59,7 +66,10 @@ export class DeviceConnection {
       try {
         if (this.ws.readyState === WebSocket.OPEN) await task();
       } catch (err) {
-        this.logger.error({ err, device: this.device.identifier }, 'device message handling failed');
+        DeviceConnection.logger.error(
+          { err, device: this.device.identifier },
+          'device message handling failed',
+        );
       } finally {
         // An idle connection keeps no promise of its own.
         if (--this.queued === 0 && this.queue === run) this.queue = SETTLED;

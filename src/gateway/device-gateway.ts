@@ -14,7 +14,7 @@ import { Admission, AdmissionRefused } from './admission';
 import { ChannelRouter } from './channels/channel-router';
 import { DeviceChannel } from './channels/device';
 import { ConsoleOutputService } from './console-output.service';
-import { DeviceConnection } from './device-connection';
+import { DeviceConnection, GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
 import { DeviceLinkService } from './device-link.service';
 import { DeviceRelay } from './device-relay';
@@ -52,7 +52,7 @@ const REFUSALS_LOG_MS = 10_000;
  */
 @Injectable()
 export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(DeviceGateway.name);
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
   private wss: WebSocketServer | null = null;
   private server: Server | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -189,7 +189,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private accept(ws: WebSocket, device: AuthenticatedDevice): void {
-    const conn = new DeviceConnection(ws, device, this.logger);
+    const conn = new DeviceConnection(ws, device);
     const previous = this.connections.add(conn);
     if (previous) void previous.close(1000, 'replaced by a newer connection');
     this.relay.closeElsewhere(device.deviceId);

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ConsoleChannel } from './channels/console';
 import { DeviceChannel } from './channels/device';
 import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
+import { GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
 import { DeviceLinkService } from './device-link.service';
 import { codePoints } from './phoenix-frames';
@@ -20,7 +21,7 @@ const CONSOLE_ACK_TIMEOUT_MS = 5000;
  */
 @Injectable()
 export class DeviceRelay {
-  private readonly logger = new Logger('DeviceGateway');
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
   private readonly consoleParts = new Map<
     string,
     { parts: string[]; received: number; timer: NodeJS.Timeout }

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import semver from 'semver';
 import { Admission } from '../admission';
-import type { DeviceConnection } from '../device-connection';
+import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection';
 import { DeviceBus } from '../device-bus';
 import {
   DeviceLinkService,
@@ -19,7 +19,7 @@ import { PresenceService } from '../presence.service';
  */
 @Injectable()
 export class DeviceChannel {
-  private readonly logger = new Logger('DeviceGateway');
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
 
   constructor(
     private readonly link: DeviceLinkService,

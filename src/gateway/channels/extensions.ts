@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import semver from 'semver';
 import { Admission } from '../admission';
-import type { DeviceConnection } from '../device-connection';
+import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection';
 import { DeviceConnections } from '../device-connections';
 import { DeviceLinkService } from '../device-link.service';
 import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
@@ -20,7 +20,7 @@ interface PendingReports {
 /** The `extensions` channel (device-protocol.md 5): only `network_identity`, whose reports go to iroh. */
 @Injectable()
 export class ExtensionsChannel {
-  private readonly logger = new Logger('DeviceGateway');
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
   /** Identity reports not yet written, for each connection's one background task. */
   private readonly identityReports = new Map<DeviceConnection, PendingReports>();
 
