@@ -262,7 +262,7 @@ function renderSockets(runs: SocketRun[], lines: string[]): void {
     return;
   }
   lines.push(
-    `Simulated NervesHubLink devices from \`src/gateway/simulator.ts\` (NH1 product shared secret; the devices are ` +
+    `Simulated NervesHubLink devices from \`src/cli/simulator.ts\` (NH1 product shared secret; the devices are ` +
       `registered beforehand in one INSERT, so registration on first connect is not measured; joined to \`device\`, \`console\` and \`extensions\`), in their own product, held by ${fmt(first.client_processes)} ` +
       `client processes (\`bench/sockets.ts\`); clients, server(s) and PostgreSQL on the same machine. ` +
       `**${runs.length} runs**, each on a fresh server process: these figures swing with what else the machine does ` +

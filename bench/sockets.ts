@@ -1,5 +1,5 @@
 /**
- * Device-socket scenarios, driven by the gateway's own simulator (src/gateway/simulator.ts). The simulated devices
+ * Device-socket scenarios, driven by fleethub's device simulator (src/cli/simulator.ts). The simulated devices
  * live in child processes of this file (`node <build>/bench/sockets.js --sockets-worker`, at most PER_WORKER
  * sockets each, file-descriptor soft limit raised to the hard limit), so that one server process can be given as
  * many sockets as the machine allows:
@@ -23,7 +23,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from 'pg';
-import { SimulatedDevice, type SimulatorOptions } from '../src/gateway/simulator';
+import { SimulatedDevice, type SimulatorOptions } from '../src/cli/simulator';
 import type { buildSignedFw } from './fw';
 import { sleep } from './paths';
 import { procStat, request, type Started, stopProcess } from './processes';

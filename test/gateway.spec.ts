@@ -1,5 +1,5 @@
 import { decodeEnvelope, encodeEnvelope } from '../src/gateway/device-bus';
-import { CLOSES_PER_MESSAGE } from '../src/gateway/device-gateway';
+import { CLOSES_PER_MESSAGE } from '../src/gateway/device-relay';
 import {
   joinUpdateTool,
   metadataFromJoin,
@@ -9,7 +9,7 @@ import {
 import { DownloadLinkSigner, deriveLinkKey, downloadPath } from '../src/gateway/download-links';
 import { parseRange } from '../src/gateway/firmware-downloads';
 import { codePoints, decodeFrame, encodePush, encodeReply } from '../src/gateway/phoenix-frames';
-import { deviceSocketUrl, simulatedIrohKey } from '../src/gateway/simulator';
+import { deviceSocketUrl, simulatedIrohKey } from '../src/cli/simulator';
 
 describe('Phoenix V2 framing', () => {
   it('decodes a join and a push', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
 import { loadConfig } from '../src/config/config';
-import { Simulator, simulatedIrohKey } from '../src/gateway/simulator';
+import { Simulator, simulatedIrohKey } from '../src/cli/simulator';
 import { type RunningServer, startServer } from '../src/server';
 import { CapturedLog, type LogLine } from './support/captured-log';
 import { Fixtures, type TestUser } from './support/fixtures';

@@ -3,7 +3,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
-import { Simulator, simulatedIrohKey } from '../src/gateway/simulator';
+import { Simulator, simulatedIrohKey } from '../src/cli/simulator';
 import { buildFw } from './support/fw-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';

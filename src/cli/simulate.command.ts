@@ -1,5 +1,5 @@
 import { Command, Option } from 'nest-commander';
-import { Simulator } from '../gateway/simulator';
+import { Simulator } from './simulator';
 import { CliCommand, UsageError } from './cli-command';
 
 interface SimulateOptions {

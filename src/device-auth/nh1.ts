@@ -1,5 +1,16 @@
 import { createHash, createHmac, pbkdf2, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import {
+  decodeErlangTerm,
+  encodeBinary,
+  encodeInteger,
+  encodeTuple,
+  type ErlangTerm,
+  ErlangTermError,
+  TermTag,
+  termInteger,
+  termToBinary,
+} from '../common/erlang-term/erlang-term';
 
 /**
  * NH1 shared-secret device authentication (see docs: device-protocol.md §2.3), as pure functions.
@@ -172,116 +183,29 @@ function cacheId(secret: string, salt: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Erlang External Term Format: just enough to write the payload and to read it back safely.
+// The payload, in the Erlang External Term Format (src/common/erlang-term)
 
-const ETF_VERSION = 0x83;
-const SMALL_INTEGER_EXT = 0x61;
-const INTEGER_EXT = 0x62;
-const SMALL_BIG_EXT = 0x6e;
-const BINARY_EXT = 0x6d;
-const SMALL_TUPLE_EXT = 0x68;
-const MAP_EXT = 0x74;
-const ATOM_EXT = 0x64;
-const SMALL_ATOM_UTF8_EXT = 0x77;
-const ATOM_UTF8_EXT = 0x76;
+/** Bounds of the payload: far above what a valid payload needs, far below anything costly. */
+const PAYLOAD_LIMITS = { maxBytes: 1400, maxBinary: 1024, maxBigBytes: 8 };
 
-/** Bounds of the decoder: far above what a valid payload needs, far below anything costly. */
-const ETF_LIMITS = { maxBytes: 1400, maxBinary: 1024, maxArity: 3, maxBigBytes: 8, maxAtom: 16, maxDepth: 1 };
-
-type Term =
-  | { type: 'binary'; value: Buffer }
-  | { type: 'integer'; value: bigint }
-  | { type: 'atom'; value: string }
-  | { type: 'tuple'; items: Term[] }
-  | { type: 'map'; pairs: [Term, Term][] };
-
-class EtfError extends Error {}
-
-class Reader {
-  private pos = 0;
-  constructor(private readonly buf: Buffer) {}
-
-  get done(): boolean {
-    return this.pos === this.buf.length;
-  }
-
-  take(length: number): Buffer {
-    if (length > this.buf.length - this.pos) throw new EtfError('truncated');
-    const out = this.buf.subarray(this.pos, this.pos + length);
-    this.pos += length;
-    return out;
-  }
-
-  u8(): number {
-    return this.take(1)[0];
-  }
-
-  u16(): number {
-    return this.take(2).readUInt16BE(0);
-  }
-
-  u32(): number {
-    return this.take(4).readUInt32BE(0);
-  }
-
-  i32(): number {
-    return this.take(4).readInt32BE(0);
-  }
-}
-
-function decodeTerm(reader: Reader, depth: number): Term {
-  const tag = reader.u8();
-  switch (tag) {
-    case SMALL_INTEGER_EXT:
-      return { type: 'integer', value: BigInt(reader.u8()) };
-    case INTEGER_EXT:
-      return { type: 'integer', value: BigInt(reader.i32()) };
-    case SMALL_BIG_EXT: {
-      const n = reader.u8();
-      const sign = reader.u8();
-      if (n === 0 || n > ETF_LIMITS.maxBigBytes || sign > 1) throw new EtfError('bad big integer');
-      const digits = reader.take(n);
-      let value = 0n;
-      for (let i = n - 1; i >= 0; i--) value = (value << 8n) | BigInt(digits[i]);
-      return { type: 'integer', value: sign ? -value : value };
-    }
-    case BINARY_EXT: {
-      const length = reader.u32();
-      if (length > ETF_LIMITS.maxBinary) throw new EtfError('binary too long');
-      return { type: 'binary', value: reader.take(length) };
-    }
-    case ATOM_EXT:
-    case SMALL_ATOM_UTF8_EXT:
-    case ATOM_UTF8_EXT: {
-      const length = tag === SMALL_ATOM_UTF8_EXT ? reader.u8() : reader.u16();
-      if (length > ETF_LIMITS.maxAtom) throw new EtfError('atom too long');
-      return { type: 'atom', value: reader.take(length).toString('latin1') };
-    }
-    case SMALL_TUPLE_EXT:
-    case MAP_EXT: {
-      if (depth >= ETF_LIMITS.maxDepth) throw new EtfError('nested too deep');
-      const arity = tag === SMALL_TUPLE_EXT ? reader.u8() : reader.u32();
-      if (arity > ETF_LIMITS.maxArity) throw new EtfError('too many elements');
-      if (tag === SMALL_TUPLE_EXT) {
-        const items: Term[] = [];
-        for (let i = 0; i < arity; i++) items.push(decodeTerm(reader, depth + 1));
-        return { type: 'tuple', items };
-      }
-      const pairs: [Term, Term][] = [];
-      for (let i = 0; i < arity; i++)
-        pairs.push([decodeTerm(reader, depth + 1), decodeTerm(reader, depth + 1)]);
-      return { type: 'map', pairs };
-    }
-    default:
-      // Functions, pids, ports, references, lists, compressed terms, floats...: never part of a payload.
-      throw new EtfError(`tag ${tag} not accepted`);
-  }
-}
+/** The tags a payload may hold (integers, a binary, atom keys, one tuple or map); anything else is refused. */
+const PAYLOAD_TAGS: ReadonlySet<number> = new Set([
+  TermTag.SMALL_INTEGER,
+  TermTag.INTEGER,
+  TermTag.SMALL_BIG,
+  TermTag.BINARY,
+  TermTag.ATOM,
+  TermTag.SMALL_ATOM_UTF8,
+  TermTag.ATOM_UTF8,
+  TermTag.SMALL_TUPLE,
+  TermTag.MAP,
+]);
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function identifierOf(term: Term | undefined): string | null {
-  if (term?.type !== 'binary' || term.value.length === 0) return null;
+function identifierOf(term: ErlangTerm | undefined): string | null {
+  if (term?.type !== 'binary' || term.value.length === 0 || term.value.length > PAYLOAD_LIMITS.maxBinary)
+    return null;
   try {
     return utf8.decode(term.value);
   } catch {
@@ -289,10 +213,16 @@ function identifierOf(term: Term | undefined): string | null {
   }
 }
 
-function nonNegative(term: Term | undefined): number | null {
-  if (term?.type !== 'integer' || term.value < 0n || term.value > BigInt(Number.MAX_SAFE_INTEGER))
+function nonNegative(term: ErlangTerm | undefined): number | null {
+  if (term === undefined) return null;
+  if (
+    term.type === 'bigInteger' &&
+    (term.digits.length === 0 || term.digits.length > PAYLOAD_LIMITS.maxBigBytes)
+  )
     return null;
-  return Number(term.value);
+  const value = termInteger(term);
+  if (value === null || value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) return null;
+  return Number(value);
 }
 
 /**
@@ -301,23 +231,21 @@ function nonNegative(term: Term | undefined): number | null {
  * numbers are non-negative integers. Anything else (other tags, nesting, trailing bytes) → null.
  */
 export function decodeNh1Payload(etf: Buffer): Nh1Payload | null {
-  if (etf.length > ETF_LIMITS.maxBytes) return null;
-  let term: Term;
+  if (etf.length > PAYLOAD_LIMITS.maxBytes) return null;
+  let term: ErlangTerm;
   try {
-    const reader = new Reader(etf);
-    if (reader.u8() !== ETF_VERSION) return null;
-    term = decodeTerm(reader, 0);
-    if (!reader.done) return null;
+    // Depth 1: the tuple or map, and its elements (a nested container is refused below).
+    term = decodeErlangTerm(etf, { maxDepth: 1, tags: PAYLOAD_TAGS });
   } catch (err) {
-    if (err instanceof EtfError) return null;
+    if (err instanceof ErlangTermError) return null;
     throw err;
   }
-  let data: Term | undefined;
-  let signed: Term | undefined;
+  let data: ErlangTerm | undefined;
+  let signed: ErlangTerm | undefined;
   let maxAge: number | null = NH1_EMBEDDED_MAX_AGE_S;
-  if (term.type === 'tuple' && (term.items.length === 2 || term.items.length === 3)) {
-    [data, signed] = term.items;
-    if (term.items.length === 3) maxAge = nonNegative(term.items[2]);
+  if (term.type === 'tuple' && (term.elements.length === 2 || term.elements.length === 3)) {
+    [data, signed] = term.elements;
+    if (term.elements.length === 3) maxAge = nonNegative(term.elements[2]);
   } else if (term.type === 'map' && term.pairs.length === 2) {
     for (const [key, value] of term.pairs) {
       if (key.type !== 'atom') return null;
@@ -334,33 +262,15 @@ export function decodeNh1Payload(etf: Buffer): Nh1Payload | null {
   return { identifier, signedAtMs, maxAgeS: maxAge };
 }
 
-function encodeInteger(value: number): Buffer {
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw new RangeError('a non-negative safe integer is required');
-  if (value <= 0xff) return Buffer.from([SMALL_INTEGER_EXT, value]);
-  if (value <= 0x7fffffff) {
-    const out = Buffer.alloc(5);
-    out[0] = INTEGER_EXT;
-    out.writeInt32BE(value, 1);
-    return out;
-  }
-  const digits: number[] = [];
-  for (let rest = BigInt(value); rest > 0n; rest >>= 8n) digits.push(Number(rest & 0xffn));
-  return Buffer.from([SMALL_BIG_EXT, digits.length, 0, ...digits]);
-}
-
 /** `term_to_binary({identifier, signed_at_ms, max_age_s})`. */
 export function encodeNh1Payload(payload: Nh1Payload): Buffer {
-  const identifier = Buffer.from(payload.identifier, 'utf8');
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(identifier.length);
-  return Buffer.concat([
-    Buffer.from([ETF_VERSION, SMALL_TUPLE_EXT, 3, BINARY_EXT]),
-    length,
-    identifier,
-    encodeInteger(payload.signedAtMs),
-    encodeInteger(payload.maxAgeS),
-  ]);
+  return termToBinary(
+    encodeTuple([
+      encodeBinary(Buffer.from(payload.identifier, 'utf8')),
+      encodeInteger(payload.signedAtMs),
+      encodeInteger(payload.maxAgeS),
+    ]),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------

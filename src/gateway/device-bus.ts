@@ -6,11 +6,9 @@ import { InstanceBus, MAX_BUS_PAYLOAD_BYTES } from '../instance-bus/instance-bus
  * payload at 8000 bytes); the receiver loads the rest from the database.
  */
 export type DeviceBusMessage =
-  /** A newer socket of the device (connection `keep`) authenticated: every other socket of it closes. */
-  | { kind: 'close'; keep: string }
   /**
-   * `close` for many devices at once (the envelope's `deviceId` is empty): each of these devices has a newer
-   * socket on the publishing instance, so that every other instance closes its sockets of them.
+   * Each of these devices has a newer socket on the publishing instance (the envelope's `deviceId` is empty):
+   * every other instance closes its sockets of them.
    */
   | { kind: 'closes'; devices: string[] }
   /** The device's pending update changed: the instance holding its socket pushes it. */

@@ -9,7 +9,6 @@ import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
 import type { FirmwareTool } from '../firmware/formats/detect-format';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
 import { IrohService } from '../iroh/iroh.service';
-import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
 
@@ -158,6 +157,13 @@ export interface PendingUpdateRow {
   product_name: string;
 }
 
+/**
+ * The columns of a PendingUpdateRow (`pu` pending_updates, `f` firmwares, `p` products), shared by the join and
+ * the pending update read.
+ */
+const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name`;
+
 /** The `update` payload with NervesHub's keys (device-protocol.md 3.2, 7.1); a manual push has no deployment. */
 export function updatePayload(row: PendingUpdateRow, firmwareUrl: string): Record<string, unknown> {
   return {
@@ -207,7 +213,6 @@ export class DeviceLinkService {
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly signingKeys: SigningKeysService,
     private readonly iroh: IrohService,
     @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
   ) {}
@@ -222,33 +227,9 @@ export class DeviceLinkService {
   }
 
   /**
-   * Stores the join's firmware metadata (unchanged when the join names no firmware) and marks the device
-   * connected on `instanceId`. False when the device no longer exists.
-   */
-  async join(deviceId: string, metadata: FirmwareMetadata | null, instanceId: string): Promise<boolean> {
-    const [, updated] = await this.db.query<[unknown[], number]>(
-      `UPDATE devices SET
-         firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
-         firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
-         firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
-         connection_status = 'connected', connected_instance_id = $6, last_communication = now()
-       WHERE id = $1`,
-      [
-        deviceId,
-        metadata !== null,
-        metadata === null ? null : JSON.stringify(metadata),
-        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        instanceId,
-      ],
-    );
-    return updated > 0;
-  }
-
-  /**
-   * `join` for a device's `device` channel in one statement: stores the metadata and marks the device
-   * connected, and reads what the join answers with: the org's fwup public keys (when `withKeys`) and the
-   * device's pending update. Null when the device no longer exists.
+   * A device's `device` channel join in one statement: stores the metadata (unchanged when the join names no
+   * firmware), marks the device connected on `instanceId`, and reads what the join answers with: the org's fwup
+   * public keys (when `withKeys`) and the device's pending update. Null when the device no longer exists.
    */
   async joinDevice(
     device: { deviceId: string; orgId: string },
@@ -267,8 +248,7 @@ export class DeviceLinkService {
        )
        SELECT CASE WHEN $8::boolean
                 THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
-              pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name
+              ${PENDING_UPDATE_COLUMNS}
          FROM joined
          LEFT JOIN pending_updates pu ON pu.device_id = joined.id
          LEFT JOIN firmwares f ON f.id = pu.firmware_id
@@ -293,15 +273,9 @@ export class DeviceLinkService {
     };
   }
 
-  /** The org's fwup (ed25519) public keys, as fwup prints them. */
-  async fwupPublicKeys(orgId: string): Promise<string[]> {
-    return (await this.signingKeys.forOrg(orgId)).map((key) => key.key);
-  }
-
   async pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
     const [row] = await this.db.query<PendingUpdateRow[]>(
-      `SELECT pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name
+      `SELECT ${PENDING_UPDATE_COLUMNS}
          FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
         WHERE pu.device_id = $1`,
       [deviceId],

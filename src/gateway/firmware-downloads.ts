@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Request, Response } from 'express';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
@@ -34,6 +33,25 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 
 export const LINK_SIGNER = Symbol('LINK_SIGNER');
 
+/** What a download link answers: the controller writes it as is. */
+export interface FirmwareDownload {
+  status: 200 | 206 | 416;
+  /** In the order they are sent. */
+  headers: Record<string, string>;
+  /** The bytes to send; null when the response has no body (416, HEAD, an empty file). */
+  body: Readable | null;
+}
+
+/** What a download request carries besides its path. */
+export interface FirmwareDownloadRequest {
+  expires: unknown;
+  signature: unknown;
+  /** The `Range` header, when sent. */
+  range: string | undefined;
+  /** A HEAD request: headers only. */
+  headOnly: boolean;
+}
+
 /** Serves firmware files to devices from signed, expiring links (single-range 206 support). */
 @Injectable()
 export class FirmwareDownloads {
@@ -43,13 +61,12 @@ export class FirmwareDownloads {
     @Inject(LINK_SIGNER) private readonly signer: DownloadLinkSigner,
   ) {}
 
-  async serve(firmwareId: string, file: string, req: Request, res: Response): Promise<void> {
-    const query = req.query as Record<string, unknown>;
+  async open(firmwareId: string, file: string, request: FirmwareDownloadRequest): Promise<FirmwareDownload> {
     const name = /^([0-9a-f-]{36})\.(?:fw|avm|bin)$/.exec(file);
     if (!/^\d{1,19}$/.test(firmwareId) || !name) throw DomainError.notFound();
     const uuid = name[1];
-    if (!this.signer.verify(downloadPath(firmwareId, file), query.expires, query.signature)) {
-      throw new DomainError(ErrorCode.ROLE_TOO_LOW, 'invalid or expired download link');
+    if (!this.signer.verify(downloadPath(firmwareId, file), request.expires, request.signature)) {
+      throw new DomainError(ErrorCode.INVALID_DOWNLOAD_LINK, 'invalid or expired download link');
     }
     const [firmware] = await this.db.query<{ storage_key: string }[]>(
       `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
@@ -62,30 +79,25 @@ export class FirmwareDownloads {
     } catch {
       throw DomainError.notFound();
     }
-    const range = parseRange(req.headers.range, size);
-    res.setHeader('Accept-Ranges', 'bytes');
-    res.setHeader('Content-Type', 'application/octet-stream');
-    res.setHeader('Cache-Control', 'private, no-store');
+    const range = parseRange(request.range, size);
+    const headers: Record<string, string> = {
+      'Accept-Ranges': 'bytes',
+      'Content-Type': 'application/octet-stream',
+      'Cache-Control': 'private, no-store',
+    };
     if (range === 'unsatisfiable') {
-      res.status(416).setHeader('Content-Range', `bytes */${size}`);
-      res.setHeader('Content-Length', '0');
-      res.end();
-      return;
+      headers['Content-Range'] = `bytes */${size}`;
+      headers['Content-Length'] = '0';
+      return { status: 416, headers, body: null };
     }
     if (range) {
-      res.status(206);
-      res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
-      res.setHeader('Content-Length', String(range.end - range.start + 1));
+      headers['Content-Range'] = `bytes ${range.start}-${range.end}/${size}`;
+      headers['Content-Length'] = String(range.end - range.start + 1);
     } else {
-      res.status(200);
-      res.setHeader('Content-Length', String(size));
+      headers['Content-Length'] = String(size);
     }
-    if (req.method === 'HEAD' || size === 0) {
-      res.end();
-      return;
-    }
-    const stream = await this.storage.read(firmware.storage_key, range ?? undefined);
-    // A client that goes away mid-download is normal; the stream is closed either way.
-    await pipeline(stream, res).catch(() => undefined);
+    const status = range ? 206 : 200;
+    if (request.headOnly || size === 0) return { status, headers, body: null };
+    return { status, headers, body: await this.storage.read(firmware.storage_key, range ?? undefined) };
   }
 }

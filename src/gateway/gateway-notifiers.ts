@@ -1,27 +1,27 @@
 import { Injectable } from '@nestjs/common';
 import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
-import { DeviceGateway } from './device-gateway';
+import { DeviceRelay } from './device-relay';
 
 /** Console code goes to the device's console socket, on whichever instance holds it. */
 @Injectable()
 export class GatewayDeviceConsole extends DeviceConsole {
-  constructor(private readonly gateway: DeviceGateway) {
+  constructor(private readonly relay: DeviceRelay) {
     super();
   }
 
   send(deviceId: string, code: string): Promise<boolean> {
-    return this.gateway.sendConsole(deviceId, code);
+    return this.relay.sendConsole(deviceId, code);
   }
 }
 
 /** A new pending update is pushed at once when the device is connected (any instance). */
 @Injectable()
 export class GatewayUpdateNotifier extends UpdateNotifier {
-  constructor(private readonly gateway: DeviceGateway) {
+  constructor(private readonly relay: DeviceRelay) {
     super();
   }
 
   pendingUpdateChanged(deviceId: string): Promise<void> {
-    return this.gateway.pendingUpdateChanged(deviceId);
+    return this.relay.pendingUpdateChanged(deviceId);
   }
 }

@@ -1,12 +1,13 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { pipeline } from 'node:stream/promises';
 import type { DeviceAccess } from '../common/auth/actor';
 import { CurrentAccess, Public, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
 import { ConsoleOutputService } from './console-output.service';
 import { DOWNLOAD_PATH_PREFIX } from './download-links';
-import { FirmwareDownloads } from './firmware-downloads';
+import { type FirmwareDownload, FirmwareDownloads } from './firmware-downloads';
 
 export class ConsoleOutputView {
   @ApiProperty({
@@ -69,12 +70,30 @@ export class FirmwareDownloadController {
     status: 416,
     description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',
   })
-  download(
+  async download(
     @Param('firmware_id') firmwareId: string,
     @Param('file') file: string,
     @Req() req: Request,
     @Res() res: Response,
-  ) {
-    return this.downloads.serve(firmwareId, file, req, res);
+  ): Promise<void> {
+    const query = req.query as Record<string, unknown>;
+    const download = await this.downloads.open(firmwareId, file, {
+      expires: query.expires,
+      signature: query.signature,
+      range: req.headers.range,
+      headOnly: req.method === 'HEAD',
+    });
+    await send(res, download);
   }
+}
+
+/** Writes a download: status, headers in order, then the bytes (a client that goes away mid-download is normal). */
+async function send(res: Response, download: FirmwareDownload): Promise<void> {
+  res.status(download.status);
+  for (const [name, value] of Object.entries(download.headers)) res.setHeader(name, value);
+  if (download.body === null) {
+    res.end();
+    return;
+  }
+  await pipeline(download.body, res).catch(() => undefined);
 }

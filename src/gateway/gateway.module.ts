@@ -6,12 +6,17 @@ import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { FirmwareModule } from '../firmware/firmware.module';
 import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
-import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, PgDeviceBus } from './device-bus';
+import { DeviceConnections } from './device-connections';
 import { Admission } from './admission';
+import { ChannelRouter } from './channels/channel-router';
+import { ConsoleChannel } from './channels/console';
+import { DeviceChannel } from './channels/device';
+import { ExtensionsChannel } from './channels/extensions';
 import { CONNECT_CONCURRENCY, DeviceGateway, HANDSHAKE_MAX_WAIT_MS } from './device-gateway';
 import { DeviceLinkService } from './device-link.service';
+import { DeviceRelay } from './device-relay';
 import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
@@ -23,7 +28,7 @@ import { PresenceService } from './presence.service';
  * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
  */
 @Module({
-  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule, SigningKeysModule],
+  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
     {
@@ -43,6 +48,12 @@ import { PresenceService } from './presence.service';
     ConsoleOutputService,
     DeviceLinkService,
     FirmwareDownloads,
+    DeviceConnections,
+    DeviceChannel,
+    ConsoleChannel,
+    ExtensionsChannel,
+    ChannelRouter,
+    DeviceRelay,
     DeviceGateway,
     { provide: DeviceConsole, useClass: GatewayDeviceConsole },
     { provide: UpdateNotifier, useClass: GatewayUpdateNotifier },

@@ -86,8 +86,3 @@ export function encodeReply(frame: PhoenixFrame, status: 'ok' | 'error', respons
 export function codePoints(text: string): string[] {
   return Array.from(text);
 }
-
-/** The `vsn` a websocket URL asks for; Phoenix treats a missing one as 1.0.0. */
-export function requestedVsn(search: URLSearchParams): string {
-  return search.get('vsn') ?? '1.0.0';
-}

@@ -3,6 +3,8 @@ export enum ErrorCode {
   UNAUTHENTICATED = 'UNAUTHENTICATED',
   READ_ONLY_TOKEN = 'READ_ONLY_TOKEN',
   ROLE_TOO_LOW = 'ROLE_TOO_LOW',
+  /** A firmware download link whose signature does not verify or whose expiry has passed. */
+  INVALID_DOWNLOAD_LINK = 'INVALID_DOWNLOAD_LINK',
   NOT_FOUND = 'NOT_FOUND',
   BAD_REQUEST = 'BAD_REQUEST',
   VALIDATION_FAILED = 'VALIDATION_FAILED',
@@ -20,6 +22,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.UNAUTHENTICATED]: { status: 401, shape: 'auth' },
   [ErrorCode.READ_ONLY_TOKEN]: { status: 403, shape: 'auth' },
   [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'detail' },
+  [ErrorCode.INVALID_DOWNLOAD_LINK]: { status: 403, shape: 'detail' },
   [ErrorCode.NOT_FOUND]: { status: 404, shape: 'detail' },
   [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },
   [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },

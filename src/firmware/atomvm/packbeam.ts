@@ -3,7 +3,12 @@ import { PACKBEAM_MAGIC } from '../formats/detect-format';
 import { readAt } from '../formats/read-exactly';
 import { FirmwareFormatError } from '../fwup/firmware-format-error';
 import { ED25519_SIGNATURE_SIZE } from '../fwup/signature';
-import { decodeErlangTerm, ErlangTermError, type ErlangTerm, termText } from './erlang-term';
+import {
+  decodeErlangTerm,
+  ErlangTermError,
+  type ErlangTerm,
+  termText,
+} from '../../common/erlang-term/erlang-term';
 
 /*
  * An AtomVM packbeam (AtomVM src/libAtomVM/avmpack.c, atomvm_packbeam):

@@ -1,6 +1,17 @@
 import fc from 'fast-check';
 import { applicationTerm, etf } from '../../../test/support/fw-builder-packbeam';
-import { decodeErlangTerm, ErlangTermError, MAX_TERM_DEPTH, termText } from './erlang-term';
+import {
+  decodeErlangTerm,
+  encodeBinary,
+  encodeInteger,
+  encodeTuple,
+  ErlangTermError,
+  MAX_TERM_DEPTH,
+  TermTag,
+  termInteger,
+  termText,
+  termToBinary,
+} from './erlang-term';
 
 describe('decodeErlangTerm', () => {
   it('decodes term_to_binary({a, "b"}) as OTP 26 writes it', () => {
@@ -39,7 +50,15 @@ describe('decodeErlangTerm', () => {
       { type: 'list', elements: [{ type: 'integer', value: 1 }], tail: { type: 'atom', value: 'tail' } },
       { type: 'nil' },
       { type: 'other' },
-      { type: 'other' },
+      {
+        type: 'map',
+        pairs: [
+          [
+            { type: 'atom', value: 'k' },
+            { type: 'bytes', value: Buffer.from('v') },
+          ],
+        ],
+      },
     ]);
     const large = decoded.elements[9];
     expect(large.type === 'tuple' ? large.elements.length : null).toBe(300);
@@ -95,6 +114,85 @@ describe('decodeErlangTerm', () => {
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
         try {
           decodeErlangTerm(Buffer.concat([Buffer.from([131]), bytes]));
+        } catch (err) {
+          expect(err).toBeInstanceOf(ErlangTermError);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('decodes big integers as sent, and reads their value', () => {
+    // 1700000000000 as SMALL_BIG_EXT (an NH1 signing time)
+    const small = decodeErlangTerm(Buffer.from('836e06000068e5cf8b01', 'hex'));
+    expect(small).toEqual({ type: 'bigInteger', sign: 0, digits: Buffer.from('0068e5cf8b01', 'hex') });
+    expect(termInteger(small)).toBe(1700000000000n);
+    expect(termInteger(decodeErlangTerm(Buffer.from('836e0201ffff', 'hex')))).toBe(-65535n);
+    expect(termInteger(decodeErlangTerm(Buffer.from('836f000000020102ff', 'hex')))).toBe(-65282n);
+    expect(termInteger(decodeErlangTerm(Buffer.from('836e0102ff', 'hex')))).toBeNull(); // sign byte 2
+    expect(termInteger(decodeErlangTerm(Buffer.from('8362ffffffff', 'hex')))).toBe(-1n);
+    expect(termInteger(decodeErlangTerm(etf.encode(etf.atom('one'))))).toBeNull();
+    expect(termText(small)).toBeNull();
+  });
+
+  it('refuses the tags a caller does not accept, and nesting past its depth', () => {
+    const tags = new Set<number>([TermTag.SMALL_TUPLE, TermTag.BINARY, TermTag.SMALL_INTEGER]);
+    expect(decodeErlangTerm(etf.encode(etf.tuple(etf.binary('x'), etf.integer(1))), { tags })).toEqual({
+      type: 'tuple',
+      elements: [
+        { type: 'binary', value: Buffer.from('x') },
+        { type: 'integer', value: 1 },
+      ],
+    });
+    expect(() => decodeErlangTerm(etf.encode(etf.tuple(etf.latin1Atom('a'))), { tags })).toThrow(
+      /unsupported term \(tag 100\)/,
+    );
+    expect(() => decodeErlangTerm(etf.encode(etf.list([etf.integer(1)])), { tags })).toThrow(
+      /unsupported term \(tag 108\)/,
+    );
+    const nested = etf.encode(etf.tuple(etf.tuple(etf.integer(1))));
+    expect(() => decodeErlangTerm(nested, { maxDepth: 2 })).not.toThrow();
+    expect(() => decodeErlangTerm(nested, { maxDepth: 1 })).toThrow(/deeper than 1 levels/);
+    // Refused before recursing further: 100,000 nested tuples.
+    const deep = Buffer.concat([Buffer.from([131]), Buffer.from('6801'.repeat(100_000), 'hex')]);
+    expect(() => decodeErlangTerm(deep, { maxDepth: 1 })).toThrow(ErlangTermError);
+  });
+
+  it('encodes integers, binaries and tuples as term_to_binary does', () => {
+    expect(encodeInteger(7).toString('hex')).toBe('6107');
+    expect(encodeInteger(86400).toString('hex')).toBe('6200015180');
+    expect(encodeInteger(1700000000000).toString('hex')).toBe('6e06000068e5cf8b01');
+    expect(() => encodeInteger(-1)).toThrow(RangeError);
+    expect(() => encodeInteger(2 ** 53)).toThrow(RangeError);
+    const payload = termToBinary(
+      encodeTuple([
+        encodeBinary(Buffer.from('nerves-test-0001')),
+        encodeInteger(1700000000000),
+        encodeInteger(86400),
+      ]),
+    );
+    expect(payload.toString('hex')).toBe(
+      '8368036d000000106e65727665732d746573742d303030316e06000068e5cf8b016200015180',
+    );
+    const decoded = decodeErlangTerm(payload);
+    expect(decoded.type === 'tuple' ? decoded.elements.map(termInteger) : null).toEqual([
+      null,
+      1700000000000n,
+      86400n,
+    ]);
+    fc.assert(
+      fc.property(fc.maxSafeNat(), (value) => {
+        expect(termInteger(decodeErlangTerm(termToBinary(encodeInteger(value))))).toBe(BigInt(value));
+      }),
+    );
+  });
+
+  it('throws nothing but ErlangTermError on random bytes, with narrowed tags and depth', () => {
+    const tags = new Set<number>([TermTag.SMALL_TUPLE, TermTag.MAP, TermTag.SMALL_BIG, TermTag.BINARY]);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        try {
+          decodeErlangTerm(Buffer.concat([Buffer.from([131]), bytes]), { tags, maxDepth: 1 });
         } catch (err) {
           expect(err).toBeInstanceOf(ErlangTermError);
         }

@@ -1,0 +1,141 @@
+import { Injectable, Logger } from '@nestjs/common';
+import semver from 'semver';
+import { Admission } from '../admission';
+import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection';
+import { DeviceBus } from '../device-bus';
+import {
+  DeviceLinkService,
+  metadataFromJoin,
+  normaliseStatus,
+  type PendingUpdateRow,
+  updatePayload,
+} from '../device-link.service';
+import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
+import { PresenceService } from '../presence.service';
+
+/**
+ * The `device` channel (device-protocol.md 3): the join stores the firmware metadata and answers with the public
+ * keys and the pending update; `status_update` and `fwup_progress` record the update's progress.
+ */
+@Injectable()
+export class DeviceChannel {
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
+
+  constructor(
+    private readonly link: DeviceLinkService,
+    private readonly presence: PresenceService,
+    private readonly admission: Admission,
+    private readonly bus: DeviceBus,
+  ) {}
+
+  async join(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
+    const params = frame.payload;
+    const metadata = metadataFromJoin(params);
+    const wantsKeys = params.fwup_public_keys === 'on_connect' || params.archive_public_keys === 'on_connect';
+    // One statement: the metadata and presence written, the public keys and the pending update read.
+    let joined: Awaited<ReturnType<DeviceLinkService['joinDevice']>>;
+    try {
+      joined = await this.admission.run(() =>
+        this.link.joinDevice(conn.device, metadata, this.bus.instanceId, wantsKeys),
+      );
+    } catch (err) {
+      // Answered, so that NervesHubLink joins again (5 s later); unanswered, it would wait for ever.
+      this.logger.warn({ err, device: conn.device.identifier }, 'device join failed');
+      conn.send(encodeReply(frame, 'error', { error: 'could not connect' }));
+      return;
+    }
+    if (!joined) {
+      conn.send(encodeReply(frame, 'error', { error: 'could not connect' }));
+      return;
+    }
+    this.presence.joined(conn.deviceId);
+    conn.firmwareUuid = metadata?.uuid ?? null;
+    const downloading = params.currently_downloading_uuid;
+    conn.downloadingUuid = typeof downloading === 'string' && downloading !== '' ? downloading : null;
+    conn.topics.set('device', frame.joinRef);
+    conn.send(encodeReply(frame, 'ok', {}));
+    await this.afterJoin(conn, params, joined.keys ?? [], joined.pending);
+  }
+
+  private async afterJoin(
+    conn: DeviceConnection,
+    params: Record<string, unknown>,
+    keys: string[],
+    pending: PendingUpdateRow | null,
+  ): Promise<void> {
+    if (keys.length > 0) {
+      if (params.fwup_public_keys === 'on_connect') conn.push('device', 'fwup_public_keys', { keys });
+      if (params.archive_public_keys === 'on_connect') conn.push('device', 'archive_public_keys', { keys });
+    }
+    const apiVersion = typeof params.device_api_version === 'string' ? params.device_api_version : '';
+    if (semver.valid(apiVersion) && semver.gte(apiVersion, '2.2.0')) {
+      conn.push('device', 'extensions:get', {});
+    }
+    await this.deliverUpdate(conn, pending);
+  }
+
+  /**
+   * Pushes the device's pending update, unless it already runs that firmware (then the update is complete) or
+   * is downloading it right now after a reconnect.
+   */
+  async deliverUpdate(conn: DeviceConnection, known?: PendingUpdateRow | null): Promise<void> {
+    const pending = known === undefined ? await this.link.pendingUpdate(conn.deviceId) : known;
+    if (!pending) return;
+    if (conn.firmwareUuid === pending.uuid) {
+      await this.link.completeUpdate(conn.deviceId, pending.firmware_id);
+      return;
+    }
+    if (pending.delivered_at !== null && conn.downloadingUuid === pending.uuid) return;
+    conn.push('device', 'update', updatePayload(pending, this.link.firmwareUrl(pending)));
+    await this.link.markDelivered(conn.deviceId, pending.firmware_id);
+  }
+
+  /** An event on the joined channel. */
+  async handle(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
+    switch (frame.event) {
+      case 'status_update':
+        return this.link.statusUpdate(conn.deviceId, frame.payload);
+      case 'fwup_progress':
+      case 'update_progress':
+        return this.progress(conn, frame.payload);
+      default:
+        // rebooting, firmware_validated, report_network_interface, scripts/run...: accepted, never answered.
+        return;
+    }
+  }
+
+  /** The connection closed: a progress write still waiting is dropped. */
+  closed(conn: DeviceConnection): void {
+    if (conn.progress?.timer) clearTimeout(conn.progress.timer);
+  }
+
+  /** `fwup_progress`: written when the stage changes or at 100, else at most every 2 s (the last value wins). */
+  private async progress(conn: DeviceConnection, payload: Record<string, unknown>): Promise<void> {
+    const raw = payload.value;
+    if (typeof raw !== 'number' || !Number.isFinite(raw)) return;
+    const value = Math.max(0, Math.min(100, Math.round(raw)));
+    const stage = normaliseStatus(payload.stage);
+    const status = stage ?? (value === 100 ? 'completed' : 'updating');
+    const state = (conn.progress ??= { status: null, value: null, writtenAt: 0, timer: null });
+    const changed = status !== state.status;
+    state.status = status;
+    state.value = value;
+    const deviceId = conn.deviceId;
+    if (changed || value === 100 || Date.now() - state.writtenAt >= 2000) {
+      if (state.timer) clearTimeout(state.timer);
+      state.timer = null;
+      state.writtenAt = Date.now();
+      await this.link.recordProgress(deviceId, status, value);
+      return;
+    }
+    state.timer ??= setTimeout(() => {
+      state.timer = null;
+      state.writtenAt = Date.now();
+      if (state.status !== null) {
+        this.link
+          .recordProgress(deviceId, state.status, state.value)
+          .catch((err: unknown) => this.logger.warn({ err, deviceId }, 'progress write failed'));
+      }
+    }, 2000);
+  }
+}

@@ -1,0 +1,183 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { ConsoleChannel } from './channels/console';
+import { DeviceChannel } from './channels/device';
+import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
+import { GATEWAY_LOG_CONTEXT } from './device-connection';
+import { DeviceConnections } from './device-connections';
+import { DeviceLinkService } from './device-link.service';
+import { codePoints } from './phoenix-frames';
+
+/** Devices per `closes` bus message (ids of at most 20 digits: well under the NOTIFY limit). */
+export const CLOSES_PER_MESSAGE = 200;
+/** Code points of console code per bus message (JSON escapes stay well below the NOTIFY limit). */
+const CONSOLE_CHUNK = 1000;
+const CONSOLE_ACK_TIMEOUT_MS = 5000;
+
+/**
+ * Reaches a device on whichever instance holds its socket, through the DeviceBus: pending updates and console
+ * code are delivered here when the socket is here, else sent to the other instances; a new socket closes the
+ * device's older sockets everywhere. Also the receiving side of those messages.
+ */
+@Injectable()
+export class DeviceRelay {
+  private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
+  private readonly consoleParts = new Map<
+    string,
+    { parts: string[]; received: number; timer: NodeJS.Timeout }
+  >();
+  private readonly consoleWaiters = new Map<string, (ok: boolean) => void>();
+  /** Devices that connected here, for the next `closes` bus message. */
+  private readonly closes = new Set<string>();
+  private closesSending = false;
+
+  constructor(
+    private readonly bus: DeviceBus,
+    private readonly connections: DeviceConnections,
+    private readonly link: DeviceLinkService,
+    private readonly device: DeviceChannel,
+    private readonly console: ConsoleChannel,
+  ) {}
+
+  get instanceId(): string {
+    return this.bus.instanceId;
+  }
+
+  /** Starts receiving the other instances' messages. */
+  start(): void {
+    this.bus.onMessage((envelope) => this.onBus(envelope));
+  }
+
+  /** Drops console code still being received. */
+  stop(): void {
+    for (const { timer } of this.consoleParts.values()) clearTimeout(timer);
+    this.consoleParts.clear();
+  }
+
+  /** Sends console code to the device's console on whichever instance holds it; false when nobody does. */
+  async sendConsole(deviceId: string, code: string): Promise<boolean> {
+    if (this.console.sendHere(deviceId, code)) return true;
+    const holder = await this.link.holder(deviceId);
+    if (holder === null || holder === this.instanceId) return false;
+    const request = randomUUID();
+    const points = codePoints(code);
+    const chunks: string[] = [];
+    for (let i = 0; i < points.length || chunks.length === 0; i += CONSOLE_CHUNK) {
+      chunks.push(points.slice(i, i + CONSOLE_CHUNK).join(''));
+    }
+    const answer = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.consoleWaiters.delete(request);
+        resolve(false);
+      }, CONSOLE_ACK_TIMEOUT_MS);
+      this.consoleWaiters.set(request, (ok) => {
+        clearTimeout(timer);
+        this.consoleWaiters.delete(request);
+        resolve(ok);
+      });
+    });
+    try {
+      for (const [part, data] of chunks.entries()) {
+        await this.bus.publish(deviceId, {
+          kind: 'console',
+          to: holder,
+          request,
+          part,
+          parts: chunks.length,
+          data,
+        });
+      }
+    } catch (err) {
+      this.consoleWaiters.get(request)?.(false);
+      throw err;
+    }
+    return answer;
+  }
+
+  /** The device's pending update changed: push it where the device is connected. */
+  async pendingUpdateChanged(deviceId: string): Promise<void> {
+    const conn = this.connections.of(deviceId);
+    if (conn?.topics.has('device')) {
+      await conn.enqueue(() => this.device.deliverUpdate(conn));
+      return;
+    }
+    await this.bus.publish(deviceId, { kind: 'update' });
+  }
+
+  /**
+   * Other instances close their sockets of the device. Published at once when no `closes` message is on its
+   * way; otherwise gathered until it is sent, then all in one message (a storm costs one NOTIFY per batch, not
+   * one per connection, and a lone connection waits for nothing).
+   */
+  closeElsewhere(deviceId: string): void {
+    this.closes.add(deviceId);
+    if (!this.closesSending) this.publishCloses();
+  }
+
+  private publishCloses(): void {
+    const devices = [...this.closes].slice(0, CLOSES_PER_MESSAGE);
+    if (devices.length === 0) return;
+    for (const id of devices) this.closes.delete(id);
+    this.closesSending = true;
+    this.bus
+      .publish('', { kind: 'closes', devices })
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'))
+      .finally(() => {
+        this.closesSending = false;
+        this.publishCloses();
+      });
+  }
+
+  private onBus({ from, deviceId, message }: DeviceBusEnvelope): void {
+    switch (message.kind) {
+      case 'closes': {
+        // The newer connections are on the publishing instance (this one replaced its own when they connected).
+        if (from === this.instanceId || !Array.isArray(message.devices)) return;
+        for (const id of message.devices) {
+          const conn = this.connections.of(String(id));
+          if (conn) void conn.close(1000, 'replaced by a newer connection');
+        }
+        return;
+      }
+      case 'update': {
+        const conn = this.connections.of(deviceId);
+        if (conn?.topics.has('device')) void conn.enqueue(() => this.device.deliverUpdate(conn));
+        return;
+      }
+      case 'console':
+        if (message.to === this.instanceId) this.consolePart(from, deviceId, message);
+        return;
+      case 'console-ack':
+        if (message.to === this.instanceId) this.consoleWaiters.get(message.request)?.(message.ok);
+        return;
+    }
+  }
+
+  private consolePart(
+    from: string,
+    deviceId: string,
+    message: { request: string; part: number; parts: number; data: string },
+  ): void {
+    const { request, part, parts } = message;
+    if (!Number.isInteger(parts) || parts < 1 || parts > 10_000 || !Number.isInteger(part)) return;
+    if (part < 0 || part >= parts || typeof message.data !== 'string') return;
+    let entry = this.consoleParts.get(request);
+    if (!entry) {
+      const timer = setTimeout(() => this.consoleParts.delete(request), 30_000);
+      timer.unref();
+      entry = { parts: new Array<string>(parts), received: 0, timer };
+      this.consoleParts.set(request, entry);
+    }
+    if (entry.parts[part] === undefined) {
+      entry.parts[part] = message.data;
+      entry.received++;
+    }
+    if (entry.received < parts) return;
+    clearTimeout(entry.timer);
+    this.consoleParts.delete(request);
+    const ok = this.console.sendHere(deviceId, entry.parts.join(''));
+    this.bus
+      .publish(deviceId, { kind: 'console-ack', to: from, request, ok })
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
+  }
+}
