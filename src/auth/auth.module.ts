@@ -6,7 +6,9 @@ import { UsersModule } from '../users/users.module';
 import { AuthController } from './auth.controller';
 import { AuthGuard } from './auth.guard';
 import { AuthService } from './auth.service';
+import { AccessRepository } from './access.repository';
 import { TokenCache } from './token-cache';
+import { TokensRepository } from './tokens.repository';
 import { TokensController } from './tokens.controller';
 import { TokensService } from './tokens.service';
 
@@ -15,6 +17,8 @@ import { TokensService } from './tokens.service';
   controllers: [AuthController, TokensController],
   providers: [
     TokenCache,
+    TokensRepository,
+    AccessRepository,
     TokensService,
     AuthService,
     RateLimiter,

@@ -13,7 +13,7 @@ import { Created, pathSegment } from '../common/http/created';
 import { readRows } from '../database/read-rows';
 import { type PaginationView, paginationView } from '../common/http/pagination';
 import { isPlainObject } from '../common/validation/validation.pipe';
-import { normaliseEmail } from '../users/users.errors';
+import { normaliseEmail } from '../users/user-fields';
 import type { CreateIrohEndpointDto } from './dto/create-iroh-endpoint.dto';
 import type {
   IdentityReason,
