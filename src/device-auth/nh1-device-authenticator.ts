@@ -1,9 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { isForeignKeyViolation } from '../common/errors/postgres-errors';
+import { Transactions } from '../database/transactions';
 import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
 import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
 import {
@@ -15,6 +14,7 @@ import {
   verifyNh1Token,
 } from './nh1';
 import { ServerKeyService } from './server-key.service';
+import { type DeviceKeyRow, type ProductKeyRow, SharedSecretsRepository } from './shared-secrets.repository';
 
 /**
  * Failed attempts per source address in fixed windows, in this process. Over the limit, an address is refused
@@ -75,20 +75,6 @@ type Reason =
   | 'product_gone'
   | 'registration_failed';
 
-interface ProductKeyRow {
-  secret_encrypted: Buffer;
-  product_id: string;
-  org_id: string;
-  /** The device with the identifier the token claims, looked up with the key (product keys only). */
-  claimed_id?: string | null;
-  claimed_product_id?: string | null;
-}
-
-interface DeviceKeyRow extends ProductKeyRow {
-  device_id: string;
-  identifier: string;
-}
-
 /** Thrown inside `authenticate` to stop at the first failure; never leaves it. */
 class Refused extends Error {
   constructor(readonly reason: Reason) {
@@ -111,7 +97,8 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   private readonly derived = new DerivedKeyCache();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly secrets: SharedSecretsRepository,
+    private readonly transactions: Transactions,
     private readonly serverKey: ServerKeyService,
     private readonly audit: AuditService,
   ) {
@@ -188,23 +175,9 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
    * identifier the token claims (not yet verified: nothing is decided on it before the token is).
    */
   private async lookup(key: string, claimed: string | null): Promise<ProductKeyRow | DeviceKeyRow | null> {
-    if (key.startsWith('nhp_')) {
-      const rows: ProductKeyRow[] = await this.db.query(
-        `SELECT s.secret_encrypted, p.id AS product_id, p.org_id, d.id AS claimed_id, d.product_id AS claimed_product_id
-           FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
-           LEFT JOIN devices d ON d.identifier = $2
-          WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-        [key, claimed],
-      );
-      return rows[0] ?? null;
-    }
-    const rows: DeviceKeyRow[] = await this.db.query(
-      `SELECT s.secret_encrypted, d.id AS device_id, d.identifier, d.product_id, d.org_id
-         FROM device_shared_secrets s JOIN devices d ON d.id = s.device_id
-        WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-      [key],
-    );
-    return rows[0] ?? null;
+    return key.startsWith('nhp_')
+      ? this.secrets.findActiveProductKey(key, claimed)
+      : this.secrets.findActiveDeviceKey(key);
   }
 
   /**
@@ -223,11 +196,12 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     if (!DEVICE_IDENTIFIER_PATTERN.test(identifier)) throw new Refused('invalid_identifier');
     let inserted: { id: string }[];
     try {
-      inserted = await this.db.transaction(async (tx) => {
-        const rows: { id: string }[] = await tx.query(
-          `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
-           ON CONFLICT (identifier) DO NOTHING RETURNING id`,
-          [product.org_id, product.product_id, identifier],
+      inserted = await this.transactions.run(async (tx) => {
+        const rows = await this.secrets.insertDeviceIfAbsent(
+          product.org_id,
+          product.product_id,
+          identifier,
+          tx,
         );
         if (rows[0]) {
           await this.audit.record(tx, {
@@ -260,12 +234,8 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     return this.inProduct(winner, product, identifier, false);
   }
 
-  private async findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
-    const rows: { id: string; product_id: string }[] = await this.db.query(
-      `SELECT id, product_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    return rows[0] ?? null;
+  private findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
+    return this.secrets.findDeviceByIdentifier(identifier);
   }
 
   private inProduct(
