@@ -15,7 +15,6 @@ import { TokensService } from './tokens.service';
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const TOO_MANY_FAILURES = 'too many failed authentications from this address, try again later';
 const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
-const MAX_BLOCKED = 10_000;
 
 interface RouteMetadata {
   isPublic: boolean;
@@ -36,9 +35,6 @@ export class AuthGuard implements CanActivate {
     private readonly limiter: RateLimiter,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
-
-  /** Source addresses over the failed-authentication limit, until their window ends (this instance). */
-  private readonly blocked = new Map<string, number>();
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const route = this.route(context);
@@ -98,26 +94,16 @@ export class AuthGuard implements CanActivate {
     const header = request.headers.authorization;
     const limit = this.config.rateLimitAuthFailuresPerMin;
     const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
-    const blockedUntil = limit > 0 && header !== undefined ? this.blocked.get(address) : undefined;
-    if (blockedUntil !== undefined) {
-      const now = Date.now();
-      if (blockedUntil > now) {
-        throw rateLimited(
-          { retryAfter: Math.max(1, Math.ceil((blockedUntil - now) / 1000)) },
-          TOO_MANY_FAILURES,
-        );
-      }
-      this.blocked.delete(address);
-    }
+    const counted = limit > 0 && header !== undefined;
+    const block = counted ? this.limiter.blocked('authfail', address) : undefined;
+    if (block !== undefined) throw rateLimited(block, TOO_MANY_FAILURES);
     try {
       return await this.tokens.authenticate(header);
     } catch (err) {
       const unauthenticated = err instanceof DomainError && err.code === ErrorCode.UNAUTHENTICATED;
-      if (!unauthenticated || limit <= 0 || header === undefined) throw err;
-      const result = await this.limiter.hit(bucketKey('authfail', address), limit);
+      if (!unauthenticated || !counted) throw err;
+      const result = await this.limiter.hitOrBlock('authfail', address, limit);
       if (result.allowed) throw err;
-      if (this.blocked.size >= MAX_BLOCKED) this.blocked.clear();
-      this.blocked.set(address, result.resetAt);
       throw rateLimited(result, TOO_MANY_FAILURES);
     }
   }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { RateLimitBucketsRepository } from '../common/http/rate-limit-buckets.repository';
 import { RateLimiter } from '../common/http/rate-limiter';
 import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { UsersModule } from '../users/users.module';
@@ -21,6 +22,7 @@ import { TokensService } from './tokens.service';
     AccessRepository,
     TokensService,
     AuthService,
+    RateLimitBucketsRepository,
     RateLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],

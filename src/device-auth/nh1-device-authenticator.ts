@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import { isForeignKeyViolation } from '../common/errors/postgres-errors';
+import { LocalWindows } from '../common/http/rate-limiter';
 import { Transactions } from '../database/transactions';
 import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
 import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
@@ -16,43 +17,6 @@ import {
 import { ServerKeyService } from './server-key.service';
 import { type DeviceKeyRow, type ProductKeyRow, SharedSecretsRepository } from './shared-secrets.repository';
 
-/**
- * Failed attempts per source address in fixed windows, in this process. Over the limit, an address is refused
- * without any work (no database lookup, no PBKDF2) until its window ends. Successes are not counted and do
- * not reset the count.
- */
-export class FailureLimiter {
-  private readonly windows = new Map<string, { start: number; failures: number }>();
-
-  constructor(
-    readonly limit: number,
-    readonly windowMs: number,
-    private readonly maxAddresses = 50_000,
-  ) {}
-
-  isBlocked(address: string, now: number): boolean {
-    const window = this.windows.get(address);
-    return window !== undefined && now - window.start < this.windowMs && window.failures >= this.limit;
-  }
-
-  recordFailure(address: string, now: number): void {
-    let window = this.windows.get(address);
-    if (!window || now - window.start >= this.windowMs) {
-      if (this.windows.size >= this.maxAddresses) this.evictExpired(now);
-      window = { start: now, failures: 0 };
-      this.windows.set(address, window);
-    }
-    window.failures += 1;
-  }
-
-  private evictExpired(now: number): void {
-    for (const [address, window] of this.windows) {
-      if (now - window.start >= this.windowMs) this.windows.delete(address);
-    }
-    if (this.windows.size >= this.maxAddresses) this.windows.clear();
-  }
-}
-
 /** The identifier a token claims, read without checking it (only to look the device up with the key). */
 function claimedIdentifier(token: string): string | null {
   const parts = token.length <= 2048 ? token.split('.') : [];
@@ -60,9 +24,14 @@ function claimedIdentifier(token: string): string | null {
   return decodeNh1Payload(Buffer.from(parts[1], 'base64url'))?.identifier ?? null;
 }
 
-/** At most 20 failed attempts per minute per source address. */
+/**
+ * At most 20 failed attempts per minute per source address, counted in this process (fixed windows). Over the
+ * limit, an address is refused without any work (no database lookup, no PBKDF2) until its window ends. Successes
+ * are not counted and do not reset the count.
+ */
 export const DEVICE_AUTH_FAILURE_LIMIT = 20;
 export const DEVICE_AUTH_FAILURE_WINDOW_MS = 60_000;
+const MAX_COUNTED_ADDRESSES = 50_000;
 
 type Reason =
   | Nh1Failure
@@ -93,7 +62,8 @@ class Refused extends Error {
 @Injectable()
 export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   private readonly logger = new Logger('DeviceAuth');
-  private readonly failures = new FailureLimiter(DEVICE_AUTH_FAILURE_LIMIT, DEVICE_AUTH_FAILURE_WINDOW_MS);
+  /** Failed attempts per source address. */
+  private readonly failures = new LocalWindows(MAX_COUNTED_ADDRESSES);
   private readonly derived = new DerivedKeyCache();
 
   constructor(
@@ -111,7 +81,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     receivedAt?: number,
   ): Promise<AuthenticatedDevice | null> {
     const now = Date.now();
-    if (this.failures.isBlocked(sourceAddress, now)) {
+    if ((this.failures.get(sourceAddress, now)?.hits ?? 0) >= DEVICE_AUTH_FAILURE_LIMIT) {
       this.logger.debug({ address: sourceAddress, reason: 'rate_limited' }, 'device authentication refused');
       return null;
     }
@@ -161,7 +131,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
       return await this.findOrRegister(found, key, identifier, known);
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
-      this.failures.recordFailure(sourceAddress, now);
+      this.failures.hit(sourceAddress, DEVICE_AUTH_FAILURE_WINDOW_MS, now);
       this.logger.debug(
         { address: sourceAddress, key, identifier, reason: err.reason },
         'device authentication refused',
