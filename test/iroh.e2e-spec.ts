@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import type { ReportingDevice } from '../src/iroh/dto/device-identity';
-import { IrohService } from '../src/iroh/iroh.service';
+import { IrohClaimsService } from '../src/iroh/iroh-claims.service';
 import { unique, type TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
 import { NOT_FOUND } from './support/contract-bodies';
@@ -26,10 +26,10 @@ const deviceOwner = (identifier: string) => ({
 
 describe('iroh endpoints', () => {
   let t: TestApp;
-  let iroh: IrohService;
+  let iroh: IrohClaimsService;
   beforeAll(async () => {
     t = await createTestApp();
-    iroh = t.app.get(IrohService);
+    iroh = t.app.get(IrohClaimsService);
   });
   afterAll(() => t.close());
 

@@ -1,14 +1,18 @@
-import { Controller, Get, Query, Res } from '@nestjs/common';
+import { Readable } from 'node:stream';
+import { Controller, Get, Query, StreamableFile } from '@nestjs/common';
 import { ApiParam, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
-import { once } from 'node:events';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
-import type { RawQuery } from '../common/http/pagination';
 import { PaginationView } from '../common/http/pagination';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { AuditService, parseAuditFilters } from './audit.service';
+import { AuditService } from './audit.service';
 import { AuditLogView } from './dto/audit-log.dto';
+import {
+  type AuditFilters,
+  AuditExportQueryPipe,
+  type AuditListQuery,
+  AuditListQueryPipe,
+} from './dto/audit-query';
 
 const FILTERS = [
   ApiQuery({
@@ -46,22 +50,15 @@ export class AuditController {
     errors: [422],
   })
   @ApiResponse({ status: 200, description: 'CSV', content: { 'text/csv': { schema: { type: 'string' } } } })
-  async exportCsv(@CurrentAccess() access: OrgAccess, @Query() query: RawQuery, @Res() res: Response) {
-    const filters = parseAuditFilters(query, false);
-    const lines = this.audit.csv(access.orgId, filters);
-    // Read the first batch before committing to a 200, so that a database failure is still a 503.
-    const first = await lines.next();
-    res.status(200);
-    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
-    res.setHeader('Content-Disposition', `attachment; filename="${access.orgName}-audit-log.csv"`);
-    if (!first.done) res.write(first.value);
-    try {
-      for await (const line of lines) {
-        if (!res.write(line)) await once(res, 'drain');
-      }
-    } finally {
-      res.end();
-    }
+  async exportCsv(
+    @CurrentAccess() access: OrgAccess,
+    @Query(AuditExportQueryPipe) filters: AuditFilters,
+  ): Promise<StreamableFile> {
+    const csv = await this.audit.exportCsv(access, filters);
+    return new StreamableFile(Readable.from(csv.lines), {
+      type: 'text/csv; charset=utf-8',
+      disposition: `attachment; filename="${csv.filename}"`,
+    });
   }
 
   @Get('audit_logs')
@@ -82,7 +79,7 @@ export class AuditController {
     extra: { pagination: PaginationView },
     errors: [422],
   })
-  list(@CurrentAccess() access: OrgAccess, @Query() query: RawQuery) {
+  list(@CurrentAccess() access: OrgAccess, @Query(AuditListQueryPipe) query: AuditListQuery) {
     return this.audit.list(access.orgId, query);
   }
 }

@@ -1,12 +1,13 @@
 import { Global, Module } from '@nestjs/common';
 import { AuditController } from './audit.controller';
+import { AuditRepository } from './audit.repository';
 import { AuditService } from './audit.service';
 
 /** Global: every feature service records its changes through AuditService. */
 @Global()
 @Module({
   controllers: [AuditController],
-  providers: [AuditService],
+  providers: [AuditRepository, AuditService],
   exports: [AuditService],
 })
 export class AuditModule {}

@@ -1,7 +1,5 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { type AuthenticatedRequest, PUBLIC_ROUTE, ROUTE_NAME } from '../common/auth/decorators';
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../common/auth/route-policies';
@@ -10,21 +8,13 @@ import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
 import { APP_CONFIG, type AppConfig } from '../config/config';
-import { readRows } from '../database/read-rows';
 import { joinedProduct } from '../products/products.service';
-import {
-  DEVICE_ACCESS,
-  type DeviceAccessRow,
-  ORG_ACCESS,
-  ORG_AND_PRODUCT_ACCESS,
-  type OrgAccessRow,
-} from './access.queries';
+import { AccessRepository } from './access.repository';
 import { TokensService } from './tokens.service';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const TOO_MANY_FAILURES = 'too many failed authentications from this address, try again later';
 const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
-const MAX_BLOCKED = 10_000;
 
 interface RouteMetadata {
   isPublic: boolean;
@@ -41,13 +31,10 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly tokens: TokensService,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly accessRows: AccessRepository,
     private readonly limiter: RateLimiter,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
-
-  /** Source addresses over the failed-authentication limit, until their window ends (this instance). */
-  private readonly blocked = new Map<string, number>();
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const route = this.route(context);
@@ -107,26 +94,16 @@ export class AuthGuard implements CanActivate {
     const header = request.headers.authorization;
     const limit = this.config.rateLimitAuthFailuresPerMin;
     const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
-    const blockedUntil = limit > 0 && header !== undefined ? this.blocked.get(address) : undefined;
-    if (blockedUntil !== undefined) {
-      const now = Date.now();
-      if (blockedUntil > now) {
-        throw rateLimited(
-          { retryAfter: Math.max(1, Math.ceil((blockedUntil - now) / 1000)) },
-          TOO_MANY_FAILURES,
-        );
-      }
-      this.blocked.delete(address);
-    }
+    const counted = limit > 0 && header !== undefined;
+    const block = counted ? this.limiter.blocked('authfail', address) : undefined;
+    if (block !== undefined) throw rateLimited(block, TOO_MANY_FAILURES);
     try {
       return await this.tokens.authenticate(header);
     } catch (err) {
       const unauthenticated = err instanceof DomainError && err.code === ErrorCode.UNAUTHENTICATED;
-      if (!unauthenticated || limit <= 0 || header === undefined) throw err;
-      const result = await this.limiter.hit(bucketKey('authfail', address), limit);
+      if (!unauthenticated || !counted) throw err;
+      const result = await this.limiter.hitOrBlock('authfail', address, limit);
       if (result.allowed) throw err;
-      if (this.blocked.size >= MAX_BLOCKED) this.blocked.clear();
-      this.blocked.set(address, result.resetAt);
       throw rateLimited(result, TOO_MANY_FAILURES);
     }
   }
@@ -139,11 +116,11 @@ export class AuthGuard implements CanActivate {
     const orgName = request.params.org_name;
     if (typeof orgName !== 'string') throw DomainError.notFound();
     const productName = request.params.product_name;
-    const rows: (OrgAccessRow & Record<string, unknown>)[] =
+    const row =
       typeof productName === 'string'
-        ? await readRows(this.db, ORG_AND_PRODUCT_ACCESS, [orgName, request.actor!.userId, productName])
-        : await readRows(this.db, ORG_ACCESS, [orgName, request.actor!.userId]);
-    return this.checked(rows[0], role, (row) => ({
+        ? await this.accessRows.findOrgAndProductAccess(orgName, request.actor!.userId, productName)
+        : await this.accessRows.findOrgAccess(orgName, request.actor!.userId);
+    return this.checked(row, role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
       orgName: row.org_name,
@@ -155,8 +132,8 @@ export class AuthGuard implements CanActivate {
   private async deviceAccess(request: AuthenticatedRequest, role: Role): Promise<DeviceAccess> {
     const identifier = request.params.identifier;
     if (typeof identifier !== 'string') throw DomainError.notFound();
-    const rows = await readRows<DeviceAccessRow>(this.db, DEVICE_ACCESS, [identifier, request.actor!.userId]);
-    return this.checked(rows[0], role, (row) => ({
+    const row = await this.accessRows.findDeviceAccess(identifier, request.actor!.userId);
+    return this.checked(row, role, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
       orgName: row.org_name,

@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { RateLimitBucketsRepository } from '../common/http/rate-limit-buckets.repository';
 import { RateLimiter } from '../common/http/rate-limiter';
 import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { UsersModule } from '../users/users.module';
 import { AuthController } from './auth.controller';
 import { AuthGuard } from './auth.guard';
 import { AuthService } from './auth.service';
+import { AccessRepository } from './access.repository';
 import { TokenCache } from './token-cache';
+import { TokensRepository } from './tokens.repository';
 import { TokensController } from './tokens.controller';
 import { TokensService } from './tokens.service';
 
@@ -15,8 +18,11 @@ import { TokensService } from './tokens.service';
   controllers: [AuthController, TokensController],
   providers: [
     TokenCache,
+    TokensRepository,
+    AccessRepository,
     TokensService,
     AuthService,
+    RateLimitBucketsRepository,
     RateLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],

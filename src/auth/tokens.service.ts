@@ -1,14 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { Created } from '../common/http/created';
 import { isoOrNull, parseBigId } from '../common/values';
-import { actorOfToken, TOKEN_BY_HASH, type TokenRow } from './access.queries';
+import { Transactions } from '../database/transactions';
+import { actorOfToken } from './access.queries';
 import type { TokenScope } from './access-token.entity';
 import { type CreateTokenDto, parseTimestamp, type TokenCreatedView, type TokenView } from './dto/token.dto';
 import { TokenCache } from './token-cache';
+import { type ListedTokenRow, type TokenSelector, TokensRepository } from './tokens.repository';
 import { generateUserToken, hashToken, hasValidChecksum, tokenFromAuthorization } from './token-codec';
 
 const CACHE_MAX_ENTRIES = 10_000;
@@ -18,15 +18,6 @@ export interface NewToken {
   note?: string | null;
   scope?: TokenScope;
   expiresAt?: Date | null;
-}
-
-interface ListedTokenRow {
-  id: string;
-  note: string | null;
-  scope: TokenScope;
-  expires_at: Date | null;
-  inserted_at: Date;
-  last_used_at: Date | null;
 }
 
 type RevokeOutcome = 'revoked' | 'already revoked' | 'not found';
@@ -52,7 +43,8 @@ export class TokensService {
   private readonly lastUsedWrites = new Map<string, number>();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly tokens: TokensRepository,
+    private readonly transactions: Transactions,
     private readonly cache: TokenCache,
   ) {}
 
@@ -73,11 +65,7 @@ export class TokensService {
 
   /** The caller's tokens that are not revoked (expired ones included), newest first. */
   async listForUser(actor: Actor): Promise<{ data: TokenView[] }> {
-    const rows: ListedTokenRow[] = await this.db.query(
-      `SELECT id, note, scope, expires_at, inserted_at, last_used_at FROM access_tokens
-        WHERE user_id = $1 AND revoked_at IS NULL ORDER BY inserted_at DESC, id DESC`,
-      [actor.userId],
-    );
+    const rows = await this.tokens.listLiveOfUser(actor.userId);
     return { data: rows.map(toView) };
   }
 
@@ -85,14 +73,14 @@ export class TokensService {
   async revokeForUser(actor: Actor, rawId: string): Promise<void> {
     const id = parseBigId(rawId);
     if (id === null) throw DomainError.notFound();
-    const outcome = await this.revokeWhere(`id = $1 AND user_id = $2`, [id, actor.userId]);
+    const outcome = await this.revokeWhere({ id, userId: actor.userId });
     if (outcome === 'not found') throw DomainError.notFound();
   }
 
   /** Revokes a token given in full; false when no live token matches. */
   async revoke(token: string): Promise<boolean> {
     if (!hasValidChecksum(token)) return false;
-    return (await this.revokeWhere(`token_hash = $1`, [hashToken(token)])) === 'revoked';
+    return (await this.revokeWhere({ hash: hashToken(token) })) === 'revoked';
   }
 
   /** The caller behind an Authorization header; throws the contract's 401 otherwise. */
@@ -108,8 +96,7 @@ export class TokensService {
     if (!hasValidChecksum(token)) throw DomainError.unauthenticated();
 
     const lookup = this.cache.startLookup();
-    const rows: TokenRow[] = await this.db.query(TOKEN_BY_HASH, [hash]);
-    const row = rows[0];
+    const row = await this.tokens.findLiveByHash(hash);
     if (!row) {
       this.cache.delete(key);
       throw DomainError.unauthenticated();
@@ -122,37 +109,30 @@ export class TokensService {
 
   private async insert(userId: string, options: NewToken): Promise<{ token: string; row: ListedTokenRow }> {
     const token = generateUserToken();
-    const rows: ListedTokenRow[] = await this.db.query(
-      `INSERT INTO access_tokens (user_id, token_hash, note, scope, expires_at) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, note, scope, expires_at, inserted_at, last_used_at`,
-      [
-        userId,
-        hashToken(token),
-        options.note?.trim().replace(/\s+/g, ' ') || null,
-        options.scope ?? 'all',
-        options.expiresAt ?? null,
-      ],
+    const row = await this.tokens.insert(
+      userId,
+      hashToken(token),
+      options.note?.trim().replace(/\s+/g, ' ') || null,
+      options.scope ?? 'all',
+      options.expiresAt ?? null,
     );
-    return { token, row: rows[0] };
+    return { token, row };
   }
 
   /**
-   * Revokes the token `condition` selects, NOTIFYing every instance in the same transaction, and returns once
+   * Revokes the token `selector` selects, NOTIFYing every instance in the same transaction, and returns once
    * every instance has evicted it from its cache (or could no longer trust that cache).
    */
-  private async revokeWhere(condition: string, params: unknown[]): Promise<RevokeOutcome> {
+  private async revokeWhere(selector: TokenSelector): Promise<RevokeOutcome> {
     const revocation = this.cache.startRevocation();
     let outcome: RevokeOutcome;
     try {
-      outcome = await this.db.transaction(async (tx) => {
-        const rows: { id: string; revoked_at: Date | null }[] = await tx.query(
-          `SELECT id, revoked_at FROM access_tokens WHERE ${condition} FOR UPDATE`,
-          params,
-        );
-        if (!rows[0]) return 'not found';
-        if (rows[0].revoked_at) return 'already revoked';
-        await tx.query(`UPDATE access_tokens SET revoked_at = now() WHERE id = $1`, [rows[0].id]);
-        await revocation.publish(tx, [rows[0].id]);
+      outcome = await this.transactions.run(async (tx) => {
+        const row = await this.tokens.findForRevocation(selector, tx);
+        if (!row) return 'not found';
+        if (row.revoked_at) return 'already revoked';
+        await this.tokens.markRevoked(row.id, tx);
+        await revocation.publish(tx, [row.id]);
         return 'revoked';
       });
     } catch (err) {
@@ -177,12 +157,6 @@ export class TokensService {
     if (now - lastWrite < LAST_USED_RESOLUTION_MS) return;
     if (this.lastUsedWrites.size >= CACHE_MAX_ENTRIES) this.lastUsedWrites.clear();
     this.lastUsedWrites.set(tokenId, now);
-    this.db
-      .query(
-        `UPDATE access_tokens SET last_used_at = now()
-          WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
-        [tokenId],
-      )
-      .catch(() => this.lastUsedWrites.delete(tokenId));
+    this.tokens.touchLastUsed(tokenId).catch(() => this.lastUsedWrites.delete(tokenId));
   }
 }

@@ -4,6 +4,7 @@ import { DeviceAuthenticator } from './device-authenticator';
 import { NH1DeviceAuthenticator } from './nh1-device-authenticator';
 import { ServerKeyService } from './server-key.service';
 import { DeviceSharedSecretsController, ProductSharedSecretsController } from './shared-secrets.controller';
+import { SharedSecretsRepository } from './shared-secrets.repository';
 import { SharedSecretsService } from './shared-secrets.service';
 
 @Module({
@@ -11,6 +12,7 @@ import { SharedSecretsService } from './shared-secrets.service';
   controllers: [ProductSharedSecretsController, DeviceSharedSecretsController],
   providers: [
     ServerKeyService,
+    SharedSecretsRepository,
     SharedSecretsService,
     { provide: DeviceAuthenticator, useClass: NH1DeviceAuthenticator },
   ],

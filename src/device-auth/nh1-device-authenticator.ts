@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { isForeignKeyViolation } from '../common/errors/postgres-errors';
+import { LocalWindows } from '../common/http/rate-limiter';
+import { Transactions } from '../database/transactions';
 import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
 import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
 import {
@@ -15,43 +15,7 @@ import {
   verifyNh1Token,
 } from './nh1';
 import { ServerKeyService } from './server-key.service';
-
-/**
- * Failed attempts per source address in fixed windows, in this process. Over the limit, an address is refused
- * without any work (no database lookup, no PBKDF2) until its window ends. Successes are not counted and do
- * not reset the count.
- */
-export class FailureLimiter {
-  private readonly windows = new Map<string, { start: number; failures: number }>();
-
-  constructor(
-    readonly limit: number,
-    readonly windowMs: number,
-    private readonly maxAddresses = 50_000,
-  ) {}
-
-  isBlocked(address: string, now: number): boolean {
-    const window = this.windows.get(address);
-    return window !== undefined && now - window.start < this.windowMs && window.failures >= this.limit;
-  }
-
-  recordFailure(address: string, now: number): void {
-    let window = this.windows.get(address);
-    if (!window || now - window.start >= this.windowMs) {
-      if (this.windows.size >= this.maxAddresses) this.evictExpired(now);
-      window = { start: now, failures: 0 };
-      this.windows.set(address, window);
-    }
-    window.failures += 1;
-  }
-
-  private evictExpired(now: number): void {
-    for (const [address, window] of this.windows) {
-      if (now - window.start >= this.windowMs) this.windows.delete(address);
-    }
-    if (this.windows.size >= this.maxAddresses) this.windows.clear();
-  }
-}
+import { type DeviceKeyRow, type ProductKeyRow, SharedSecretsRepository } from './shared-secrets.repository';
 
 /** The identifier a token claims, read without checking it (only to look the device up with the key). */
 function claimedIdentifier(token: string): string | null {
@@ -60,9 +24,14 @@ function claimedIdentifier(token: string): string | null {
   return decodeNh1Payload(Buffer.from(parts[1], 'base64url'))?.identifier ?? null;
 }
 
-/** At most 20 failed attempts per minute per source address. */
+/**
+ * At most 20 failed attempts per minute per source address, counted in this process (fixed windows). Over the
+ * limit, an address is refused without any work (no database lookup, no PBKDF2) until its window ends. Successes
+ * are not counted and do not reset the count.
+ */
 export const DEVICE_AUTH_FAILURE_LIMIT = 20;
 export const DEVICE_AUTH_FAILURE_WINDOW_MS = 60_000;
+const MAX_COUNTED_ADDRESSES = 50_000;
 
 type Reason =
   | Nh1Failure
@@ -74,20 +43,6 @@ type Reason =
   | 'invalid_identifier'
   | 'product_gone'
   | 'registration_failed';
-
-interface ProductKeyRow {
-  secret_encrypted: Buffer;
-  product_id: string;
-  org_id: string;
-  /** The device with the identifier the token claims, looked up with the key (product keys only). */
-  claimed_id?: string | null;
-  claimed_product_id?: string | null;
-}
-
-interface DeviceKeyRow extends ProductKeyRow {
-  device_id: string;
-  identifier: string;
-}
 
 /** Thrown inside `authenticate` to stop at the first failure; never leaves it. */
 class Refused extends Error {
@@ -107,11 +62,13 @@ class Refused extends Error {
 @Injectable()
 export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   private readonly logger = new Logger('DeviceAuth');
-  private readonly failures = new FailureLimiter(DEVICE_AUTH_FAILURE_LIMIT, DEVICE_AUTH_FAILURE_WINDOW_MS);
+  /** Failed attempts per source address. */
+  private readonly failures = new LocalWindows(MAX_COUNTED_ADDRESSES);
   private readonly derived = new DerivedKeyCache();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly secrets: SharedSecretsRepository,
+    private readonly transactions: Transactions,
     private readonly serverKey: ServerKeyService,
     private readonly audit: AuditService,
   ) {
@@ -124,7 +81,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     receivedAt?: number,
   ): Promise<AuthenticatedDevice | null> {
     const now = Date.now();
-    if (this.failures.isBlocked(sourceAddress, now)) {
+    if ((this.failures.get(sourceAddress, now)?.hits ?? 0) >= DEVICE_AUTH_FAILURE_LIMIT) {
       this.logger.debug({ address: sourceAddress, reason: 'rate_limited' }, 'device authentication refused');
       return null;
     }
@@ -174,7 +131,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
       return await this.findOrRegister(found, key, identifier, known);
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
-      this.failures.recordFailure(sourceAddress, now);
+      this.failures.hit(sourceAddress, DEVICE_AUTH_FAILURE_WINDOW_MS, now);
       this.logger.debug(
         { address: sourceAddress, key, identifier, reason: err.reason },
         'device authentication refused',
@@ -188,23 +145,9 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
    * identifier the token claims (not yet verified: nothing is decided on it before the token is).
    */
   private async lookup(key: string, claimed: string | null): Promise<ProductKeyRow | DeviceKeyRow | null> {
-    if (key.startsWith('nhp_')) {
-      const rows: ProductKeyRow[] = await this.db.query(
-        `SELECT s.secret_encrypted, p.id AS product_id, p.org_id, d.id AS claimed_id, d.product_id AS claimed_product_id
-           FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
-           LEFT JOIN devices d ON d.identifier = $2
-          WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-        [key, claimed],
-      );
-      return rows[0] ?? null;
-    }
-    const rows: DeviceKeyRow[] = await this.db.query(
-      `SELECT s.secret_encrypted, d.id AS device_id, d.identifier, d.product_id, d.org_id
-         FROM device_shared_secrets s JOIN devices d ON d.id = s.device_id
-        WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-      [key],
-    );
-    return rows[0] ?? null;
+    return key.startsWith('nhp_')
+      ? this.secrets.findActiveProductKey(key, claimed)
+      : this.secrets.findActiveDeviceKey(key);
   }
 
   /**
@@ -223,11 +166,12 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     if (!DEVICE_IDENTIFIER_PATTERN.test(identifier)) throw new Refused('invalid_identifier');
     let inserted: { id: string }[];
     try {
-      inserted = await this.db.transaction(async (tx) => {
-        const rows: { id: string }[] = await tx.query(
-          `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
-           ON CONFLICT (identifier) DO NOTHING RETURNING id`,
-          [product.org_id, product.product_id, identifier],
+      inserted = await this.transactions.run(async (tx) => {
+        const rows = await this.secrets.insertDeviceIfAbsent(
+          product.org_id,
+          product.product_id,
+          identifier,
+          tx,
         );
         if (rows[0]) {
           await this.audit.record(tx, {
@@ -260,12 +204,8 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     return this.inProduct(winner, product, identifier, false);
   }
 
-  private async findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
-    const rows: { id: string; product_id: string }[] = await this.db.query(
-      `SELECT id, product_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    return rows[0] ?? null;
+  private findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
+    return this.secrets.findDeviceByIdentifier(identifier);
   }
 
   private inProduct(

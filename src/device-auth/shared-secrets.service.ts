@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { isoOrNull } from '../common/values';
-import { Device } from '../devices/device.entity';
+import { Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
 import type { SharedSecretCreatedView, SharedSecretView } from './dto/shared-secret.dto';
 import { ServerKeyService } from './server-key.service';
 import { DeviceSharedSecret, ProductSharedSecret } from './shared-secret.entity';
+import { type SecretRow, SharedSecretsRepository } from './shared-secrets.repository';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 43 Base62 characters carry 256 bits, and fit NervesHub's own format check (`[a-zA-Z0-9\-\/\+]{43}`). */
@@ -32,8 +31,6 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-type SecretRow = ProductSharedSecret | DeviceSharedSecret;
-
 function listView(row: SecretRow): SharedSecretView {
   return {
     key: row.key,
@@ -50,7 +47,8 @@ function listView(row: SecretRow): SharedSecretView {
 @Injectable()
 export class SharedSecretsService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly secrets: SharedSecretsRepository,
+    private readonly transactions: Transactions,
     private readonly products: ProductsService,
     private readonly serverKey: ServerKeyService,
     private readonly audit: AuditService,
@@ -81,9 +79,7 @@ export class SharedSecretsService {
   /** Every key of the product, deactivated ones included, oldest first. */
   async listForProduct(access: OrgAccess, productName: string): Promise<{ data: SharedSecretView[] }> {
     const product = await this.products.findInOrg(access, productName);
-    const rows = await this.db
-      .getRepository(ProductSharedSecret)
-      .find({ where: { productId: product.id }, order: { insertedAt: 'ASC', id: 'ASC' } });
+    const rows = await this.secrets.listForProduct(product.id);
     return { data: rows.map(listView) };
   }
 
@@ -94,14 +90,11 @@ export class SharedSecretsService {
   async deactivateForProduct(access: OrgAccess, productName: string, key: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
     if (!PRODUCT_KEY_PATTERN.test(key)) throw DomainError.notFound();
-    await this.db.transaction(async (tx) => {
-      const rows: { id: string; deactivated_at: Date | null }[] = await tx.query(
-        `SELECT id, deactivated_at FROM product_shared_secrets WHERE product_id = $1 AND key = $2 FOR UPDATE`,
-        [product.id, key],
-      );
-      if (!rows[0]) throw DomainError.notFound();
-      if (rows[0].deactivated_at) return;
-      await tx.query(`UPDATE product_shared_secrets SET deactivated_at = now() WHERE id = $1`, [rows[0].id]);
+    await this.transactions.run(async (tx) => {
+      const row = await this.secrets.lockProductKey(product.id, key, tx);
+      if (!row) throw DomainError.notFound();
+      if (row.deactivated_at) return;
+      await this.secrets.deactivateProductKey(row.id, tx);
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,
@@ -120,7 +113,7 @@ export class SharedSecretsService {
     identifier: string,
   ): Promise<Created<{ data: SharedSecretCreatedView }>> {
     const product = await this.products.findInOrg(access, productName);
-    const device = await this.db.getRepository(Device).findOneBy({ productId: product.id, identifier });
+    const device = await this.secrets.findDeviceInProduct(product.id, identifier);
     if (!device) throw DomainError.notFound();
     const { row, secret } = await this.insert(
       access,
@@ -152,15 +145,16 @@ export class SharedSecretsService {
     const secret = randomBase62(RANDOM_LENGTH);
     for (let attempt = 1; ; attempt++) {
       try {
-        const row = await this.db.transaction(async (tx) => {
-          const repo = tx.getRepository(entity);
-          const saved = await repo.save(
-            repo.create({
+        const row = await this.transactions.run(async (tx) => {
+          const saved = await this.secrets.insert(
+            entity,
+            {
               ...owner,
               key: prefix + randomBase62(RANDOM_LENGTH),
               secretEncrypted: this.serverKey.encrypt(secret),
               deactivatedAt: null,
-            } as T),
+            },
+            tx,
           );
           await this.audit.record(tx, {
             orgId: access.orgId,

@@ -8,7 +8,7 @@ import { uuidFromDigest } from '../firmware/formats/firmware-uuid';
 import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
 import type { FirmwareTool } from '../firmware/formats/detect-format';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
-import { IrohService } from '../iroh/iroh.service';
+import { IrohClaimsService } from '../iroh/iroh-claims.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
 
@@ -213,7 +213,7 @@ export class DeviceLinkService {
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly iroh: IrohService,
+    private readonly iroh: IrohClaimsService,
     @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
   ) {}
 

@@ -1,18 +1,14 @@
-import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { HealthCheck } from '@nestjs/terminus';
 import { Public } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { ShutdownState } from './shutdown-state';
+import { ReadinessService } from './readiness.service';
 
 @ApiTags('Platform Status')
 @Controller()
 export class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly database: TypeOrmHealthIndicator,
-    private readonly shutdown: ShutdownState,
-  ) {}
+  constructor(private readonly readiness: ReadinessService) {}
 
   @Get('healthz')
   @Public()
@@ -29,9 +25,6 @@ export class HealthController {
     isPublic: true,
   })
   ready() {
-    if (this.shutdown.draining) {
-      throw new ServiceUnavailableException({ status: 'error', error: { shutdown: { status: 'draining' } } });
-    }
-    return this.health.check([() => this.database.pingCheck('database', { timeout: 2000 })]);
+    return this.readiness.check();
   }
 }

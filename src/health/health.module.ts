@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health.controller';
+import { ReadinessService } from './readiness.service';
 import { ShutdownState } from './shutdown-state';
 
 @Module({
   imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController],
-  providers: [ShutdownState],
+  providers: [ShutdownState, ReadinessService],
   exports: [ShutdownState],
 })
 export class HealthModule {}

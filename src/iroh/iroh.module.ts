@@ -1,10 +1,14 @@
 import { Module } from '@nestjs/common';
+import { MembersModule } from '../members/members.module';
 import { IrohController } from './iroh.controller';
+import { IrohClaimsService } from './iroh-claims.service';
+import { IrohEndpointsRepository } from './iroh-endpoints.repository';
 import { IrohService } from './iroh.service';
 
 @Module({
+  imports: [MembersModule],
   controllers: [IrohController],
-  providers: [IrohService],
-  exports: [IrohService],
+  providers: [IrohEndpointsRepository, IrohService, IrohClaimsService],
+  exports: [IrohService, IrohClaimsService],
 })
 export class IrohModule {}

@@ -1,19 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { Actor } from '../common/auth/actor';
-import type { Role } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
+import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
+import { Transactions } from '../database/transactions';
 import { ORG_NAME_PATTERN, type OrgView, type OrgWithRoleView } from './dto/org.dto';
-import { Membership } from './membership.entity';
-import { Org } from './org.entity';
+import { MembershipsRepository } from './memberships.repository';
+import type { Org } from './org.entity';
+import { OrgsRepository } from './orgs.repository';
 
 @Injectable()
 export class OrgsService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly orgs: OrgsRepository,
+    private readonly memberships: MembershipsRepository,
+    private readonly transactions: Transactions,
     private readonly audit: AuditService,
   ) {}
 
@@ -24,9 +26,9 @@ export class OrgsService {
       throw DomainError.invalidField('name', 'must be 1-64 characters: letters, digits, "_" or "-"');
     }
     try {
-      await this.db.transaction(async (tx) => {
-        const org = await tx.getRepository(Org).save(tx.getRepository(Org).create({ name }));
-        await tx.getRepository(Membership).insert({ orgId: org.id, userId: ownerId, role: 'admin' });
+      await this.transactions.run(async (tx) => {
+        const org = await this.orgs.insert(name, tx);
+        await this.memberships.insertOwner(org.id, ownerId, tx);
         await this.audit.record(tx, {
           orgId: org.id,
           actor,
@@ -37,7 +39,7 @@ export class OrgsService {
         });
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw DomainError.invalidField('name', 'has already been taken');
+      if (isUniqueViolation(err)) throw DomainError.invalidField('name', ALREADY_TAKEN);
       throw err;
     }
     return { data: { name } };
@@ -48,15 +50,10 @@ export class OrgsService {
   }
 
   async listFor(actor: Actor): Promise<{ data: OrgWithRoleView[] }> {
-    const rows: { name: string; role: Role }[] = await this.db.query(
-      `SELECT o.name, m.role FROM org_memberships m JOIN orgs o ON o.id = m.org_id
-        WHERE m.user_id = $1 ORDER BY o.name`,
-      [actor.userId],
-    );
-    return { data: rows };
+    return { data: await this.memberships.listOrgsOfUser(actor.userId) };
   }
 
   findByName(name: string): Promise<Org | null> {
-    return this.db.getRepository(Org).findOneBy({ name });
+    return this.orgs.findByName(name);
   }
 }

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { hashPassword } from '../auth/password-hasher';
 import type { Actor } from '../common/auth/actor';
 import { DomainError, type FieldErrors } from '../common/errors/domain-error';
+import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import type { UserView } from './dto/user.view';
 import { User } from './user.entity';
-import { EMAIL_PATTERN, USERNAME_PATTERN, normaliseEmail } from './users.errors';
+import { EMAIL_PATTERN, USERNAME_PATTERN, normaliseEmail } from './user-fields';
+import { type UserSummary, UsersRepository } from './users.repository';
 
 export interface NewUser {
   email: string;
@@ -18,7 +18,7 @@ export interface NewUser {
 
 @Injectable()
 export class UsersService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(private readonly users: UsersRepository) {}
 
   me(actor: Actor): { data: UserView } {
     return { data: { username: actor.username, email: actor.email, name: actor.name } };
@@ -41,18 +41,22 @@ export class UsersService {
 
     const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
     try {
-      const repo = this.db.getRepository(User);
-      return await repo.save(repo.create({ email, username, name, passwordHash }));
+      return await this.users.insert({ email, username, name, passwordHash });
     } catch (err) {
       if (isUniqueViolation(err)) {
-        const taken = await this.db.getRepository(User).findOneBy({ email });
-        throw DomainError.invalidField(taken ? 'email' : 'username', 'has already been taken');
+        const taken = await this.users.findByEmail(email);
+        throw DomainError.invalidField(taken ? 'email' : 'username', ALREADY_TAKEN);
       }
       throw err;
     }
   }
 
   findByEmail(email: string): Promise<User | null> {
-    return this.db.getRepository(User).findOneBy({ email: normaliseEmail(email) });
+    return this.users.findByEmail(normaliseEmail(email));
+  }
+
+  /** The id, email and name of the user with this email (any case, surrounding spaces ignored), or null. */
+  findSummaryByEmail(email: string): Promise<UserSummary | null> {
+    return this.users.findSummaryByEmail(normaliseEmail(email));
   }
 }

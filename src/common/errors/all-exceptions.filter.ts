@@ -98,7 +98,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       return;
     }
     const { status, body } = errorBody(domain);
-    if (domain.code === ErrorCode.DATABASE_UNAVAILABLE) {
+    if (domain.code === ErrorCode.DATABASE_UNAVAILABLE || domain.code === ErrorCode.SERVICE_UNAVAILABLE) {
       this.logger.logFailedRequest(
         'warn',
         isDatabaseUnavailable(exception) ? 'database unavailable' : 'service unavailable',

@@ -13,6 +13,8 @@ export enum ErrorCode {
   UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE',
   RATE_LIMITED = 'RATE_LIMITED',
   DATABASE_UNAVAILABLE = 'DATABASE_UNAVAILABLE',
+  /** Up, but not taking work: the process is draining for shutdown. */
+  SERVICE_UNAVAILABLE = 'SERVICE_UNAVAILABLE',
   INTERNAL = 'INTERNAL',
 }
 
@@ -31,6 +33,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: { status: 415, shape: 'detail' },
   [ErrorCode.RATE_LIMITED]: { status: 429, shape: 'detail' },
   [ErrorCode.DATABASE_UNAVAILABLE]: { status: 503, shape: 'detail' },
+  [ErrorCode.SERVICE_UNAVAILABLE]: { status: 503, shape: 'detail' },
   [ErrorCode.INTERNAL]: { status: 500, shape: 'detail' },
 };
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Queryable } from '../../database/transactions';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
+import { RateLimitBucketsRepository } from './rate-limit-buckets.repository';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -15,6 +15,9 @@ export interface RateLimitResult {
 }
 
 const ALLOWED: RateLimitResult = { allowed: true, hits: 0, retryAfter: 1, resetAt: 0 };
+/** At most this many shared counts (hitBuffered) and blocks are held in memory. */
+const MAX_SHARED_COUNTS = 50_000;
+const MAX_BLOCKS = 10_000;
 const SWEEP_INTERVAL_MS = 60_000;
 /** How often buffered hits (hitBuffered) are written to the shared table. */
 const FLUSH_INTERVAL_MS = 1_000;
@@ -29,15 +32,72 @@ export function bucketKey(kind: string, subject: string): string {
     : `${kind}:#${createHash('sha256').update(subject).digest('base64url')}`;
 }
 
+/** Seconds from `now` until `resetAt`, at least 1 (what `Retry-After` says). */
+function secondsUntil(resetAt: number, now: number): number {
+  return Math.max(1, Math.ceil((resetAt - now) / 1000));
+}
+
+/** One fixed window of a key: its hits so far, and when it ends (ms since the epoch). */
+export interface Window {
+  hits: number;
+  resetAt: number;
+}
+
+/**
+ * Fixed windows per key, in this process: the one in-memory counting structure of every rate limit (the shared
+ * counts the API limit learns at each flush, the addresses blocked after too many failed authentications, NH1's
+ * failures per address). A window opens at a key's first hit and ends `windowMs` later; an ended window is
+ * forgotten. At most `maxKeys` keys: a new key beyond that first drops the ended windows, then all of them.
+ */
+export class LocalWindows {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(private readonly maxKeys: number) {}
+
+  /** The key's open window, or undefined. */
+  get(key: string, now: number): Window | undefined {
+    const window = this.windows.get(key);
+    if (window === undefined || window.resetAt > now) return window;
+    this.windows.delete(key);
+    return undefined;
+  }
+
+  /** Counts `hits` in the key's open window, opening one of `windowMs` when none is open. */
+  hit(key: string, windowMs: number, now: number, hits = 1): Window {
+    let window = this.get(key, now);
+    if (window === undefined) this.set(key, (window = { hits: 0, resetAt: now + windowMs }), now);
+    window.hits += hits;
+    return window;
+  }
+
+  /** How many keys have a window (ended ones included until they are looked up or evicted). */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  /** Replaces the key's window (a count learned elsewhere, or a block until `resetAt`). */
+  set(key: string, window: Window, now: number): void {
+    if (!this.windows.has(key) && this.windows.size >= this.maxKeys) this.evict(now);
+    this.windows.set(key, window);
+  }
+
+  private evict(now: number): void {
+    for (const [key, window] of this.windows) if (window.resetAt <= now) this.windows.delete(key);
+    if (this.windows.size >= this.maxKeys) this.windows.clear();
+  }
+}
+
 /** The contract's 429: `{"errors":{"detail":...}}` plus `Retry-After`. */
 export function rateLimited(result: Pick<RateLimitResult, 'retryAfter'>, detail: string): DomainError {
   return new DomainError(ErrorCode.RATE_LIMITED, detail, {}, { 'Retry-After': String(result.retryAfter) });
 }
 
 /**
- * Fixed-window counters in the `rate_limit_buckets` table (UNLOGGED), shared by every instance: one atomic
- * upsert per hit. When the database does not answer, the limiter lets the request through (fail open): the
- * request then meets the same database and answers 503 itself, never a 500 caused by the limiter.
+ * The rate limits: fixed-window counters in the `rate_limit_buckets` table (UNLOGGED), shared by every
+ * instance: one atomic upsert per hit (`hit`), or counted in memory and written in batches (`hitBuffered`); a
+ * key over its limit may be blocked in this process until its window ends (`hitOrBlock`, `blocked`), so that
+ * it costs nothing more. When the database does not answer, the limiter lets the request through (fail open):
+ * the request then meets the same database and answers 503 itself, never a 500 caused by the limiter.
  */
 @Injectable()
 export class RateLimiter implements OnModuleInit, OnModuleDestroy {
@@ -50,10 +110,17 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   /** Hits being written by the flush in progress (counted until the shared counts come back). */
   private inFlight = new Map<string, { hits: number; windowMs: number }>();
   /** The shared count of each key as of the last flush (all instances), and when its window ends. */
-  private readonly shared = new Map<string, { hits: number; resetAt: number }>();
+  private readonly shared = new LocalWindows(MAX_SHARED_COUNTS);
+  /** Keys over their limit (hitOrBlock), until their window ends. */
+  private readonly blocks = new LocalWindows(MAX_BLOCKS);
   private flushing: Promise<void> | undefined;
+  private readonly buckets: RateLimitBucketsRepository;
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  /** The buckets' repository; or a connection of its own (tests and tools), the repository is then built on it. */
+  constructor(@Inject(RateLimitBucketsRepository) buckets: RateLimitBucketsRepository | Queryable) {
+    this.buckets =
+      buckets instanceof RateLimitBucketsRepository ? buckets : new RateLimitBucketsRepository(buckets);
+  }
 
   onModuleInit(): void {
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
@@ -76,11 +143,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   hitBuffered(key: string, limit: number, windowMs = 60_000): RateLimitResult {
     if (limit <= 0) return ALLOWED;
     const now = Date.now();
-    let shared = this.shared.get(key);
-    if (shared && shared.resetAt <= now) {
-      this.shared.delete(key);
-      shared = undefined;
-    }
+    const shared = this.shared.get(key, now);
     let pending = this.pending.get(key);
     if (!pending) this.pending.set(key, (pending = { hits: 0, windowMs }));
     pending.hits += 1;
@@ -89,7 +152,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     return {
       allowed: hits <= limit,
       hits,
-      retryAfter: Math.max(1, Math.ceil((resetAt - now) / 1000)),
+      retryAfter: secondsUntil(resetAt, now),
       resetAt,
     };
   }
@@ -107,23 +170,10 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     this.inFlight = batch;
     const keys = [...batch.keys()];
     try {
-      const rows = await this.db.query<{ key: string; hits: number; expires_at: Date }[]>(
-        `INSERT INTO rate_limit_buckets AS b (key, hits, expires_at)
-         SELECT k, h, now() + w * interval '1 millisecond'
-           FROM unnest($1::text[], $2::int[], $3::int[]) AS t(k, h, w)
-         ON CONFLICT (key) DO UPDATE
-           SET hits = CASE WHEN b.expires_at < now() THEN EXCLUDED.hits ELSE b.hits + EXCLUDED.hits END,
-               expires_at = CASE WHEN b.expires_at < now() THEN EXCLUDED.expires_at ELSE b.expires_at END
-         RETURNING key, hits, expires_at`,
-        [
-          keys.map((k) => k.slice(0, 255)),
-          keys.map((k) => batch.get(k)!.hits),
-          keys.map((k) => batch.get(k)!.windowMs),
-        ],
-      );
-      if (this.shared.size > 50_000) this.shared.clear();
+      const rows = await this.buckets.addHits(keys.map((key) => ({ key, ...batch.get(key)! })));
+      const now = Date.now();
       for (const row of rows)
-        this.shared.set(row.key, { hits: row.hits, resetAt: new Date(row.expires_at).getTime() });
+        this.shared.set(row.key, { hits: row.hits, resetAt: new Date(row.expires_at).getTime() }, now);
     } catch (err) {
       this.logFailure(err);
     } finally {
@@ -139,26 +189,17 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     if (limit <= 0) return ALLOWED;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const rows = await Promise.race([
-        this.db.query<{ hits: number; expires_at: Date }[]>(
-          `INSERT INTO rate_limit_buckets AS b (key, hits, expires_at)
-           VALUES ($1, 1, now() + $2 * interval '1 millisecond')
-           ON CONFLICT (key) DO UPDATE
-             SET hits = CASE WHEN b.expires_at < now() THEN 1 ELSE b.hits + 1 END,
-                 expires_at = CASE WHEN b.expires_at < now() THEN EXCLUDED.expires_at ELSE b.expires_at END
-           RETURNING hits, expires_at`,
-          [key.slice(0, 255), windowMs],
-        ),
+      const row = await Promise.race([
+        this.buckets.hit(key, windowMs),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error('rate limiter query timed out')), QUERY_BUDGET_MS);
         }),
       ]);
-      const row = rows[0];
       const resetAt = new Date(row.expires_at).getTime();
       return {
         allowed: row.hits <= limit,
         hits: row.hits,
-        retryAfter: Math.max(1, Math.ceil((resetAt - Date.now()) / 1000)),
+        retryAfter: secondsUntil(resetAt, Date.now()),
         resetAt,
       };
     } catch (err) {
@@ -167,6 +208,33 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * `hit` on `bucketKey(kind, subject)`; over the limit, the key is also blocked in this process until its
+   * window ends (see `blocked`).
+   */
+  async hitOrBlock(
+    kind: string,
+    subject: string,
+    limit: number,
+    windowMs = 60_000,
+  ): Promise<RateLimitResult> {
+    const key = bucketKey(kind, subject);
+    const result = await this.hit(key, limit, windowMs);
+    if (!result.allowed) this.blocks.set(key, { hits: result.hits, resetAt: result.resetAt }, Date.now());
+    return result;
+  }
+
+  /**
+   * The block `hitOrBlock` put on `bucketKey(kind, subject)` while its window lasts, else undefined: no database
+   * round trip, and no work at all while nothing is blocked.
+   */
+  blocked(kind: string, subject: string): Pick<RateLimitResult, 'retryAfter'> | undefined {
+    if (this.blocks.size === 0) return undefined;
+    const now = Date.now();
+    const block = this.blocks.get(bucketKey(kind, subject), now);
+    return block && { retryAfter: secondsUntil(block.resetAt, now) };
   }
 
   /** Counts a hit and throws the contract's 429 when over the limit. */
@@ -178,10 +246,7 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   /** Deletes windows that have ended; runs on every instance, which is harmless. */
   async sweep(): Promise<number> {
     try {
-      const [, count]: [unknown, number] = await this.db.query(
-        `DELETE FROM rate_limit_buckets WHERE expires_at < now()`,
-      );
-      return count;
+      return await this.buckets.deleteExpired();
     } catch (err) {
       this.logFailure(err);
       return 0;

@@ -1,3 +1,4 @@
+import { BLANK } from '../../common/errors/messages';
 import { checkString } from '../../common/validation/fields';
 import { jsonShapeProblem } from '../../common/validation/json-limits';
 import { isPlainObject } from '../../common/validation/validation.pipe';
@@ -25,7 +26,7 @@ export function normaliseEndpointId(value: unknown): string | null {
 
 export function checkEndpointId(value: unknown): string | null {
   if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    return "can't be blank";
+    return BLANK;
   }
   return normaliseEndpointId(value) === null ? ENDPOINT_ID_MESSAGE : null;
 }
