@@ -205,6 +205,28 @@ describe('audit log', () => {
     await t.http().get(`/api/orgs/${org}/audit_logs.csv?from=nope`).set(admin.auth).expect(422);
   });
 
+  it('exports every entry when more than a batch share one timestamp (microseconds, not milliseconds)', async () => {
+    // One statement: every row gets the same inserted_at, with microseconds a JavaScript Date cannot hold.
+    await t.db.query(
+      `INSERT INTO audit_logs (org_id, actor_type, action, target_type, target_id, details, inserted_at)
+       SELECT o.id, 'system', 'bulk.test', 'bulk', 'b-' || i, '{}', '2026-11-25T10:00:00.123456Z'
+         FROM orgs o, generate_series(1, 1204) AS i WHERE o.name = $1`,
+      [org],
+    );
+    const res = await t
+      .http()
+      .get(`/api/orgs/${org}/audit_logs.csv?target_type=bulk`)
+      .set(admin.auth)
+      .expect(200);
+    const targets = res.text
+      .trimEnd()
+      .split('\r\n')
+      .slice(1)
+      .map((line) => line.split(',')[6]);
+    expect(targets).toHaveLength(1204);
+    expect(new Set(targets).size).toBe(1204);
+  });
+
   it('csvCell quotes per RFC 4180 and neutralises formulas', () => {
     expect(csvCell('plain')).toBe('plain');
     expect(csvCell('a,b')).toBe('"a,b"');

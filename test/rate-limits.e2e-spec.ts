@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { RateLimitBucketsRepository } from '../src/common/http/rate-limit-buckets.repository';
 import { RateLimiter } from '../src/common/http/rate-limiter';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
@@ -72,8 +73,8 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
     });
 
     it('counts one window across instances (one atomic upsert per hit)', async () => {
-      const a = new RateLimiter(db);
-      const b = new RateLimiter(db);
+      const a = new RateLimiter(new RateLimitBucketsRepository(db));
+      const b = new RateLimiter(new RateLimitBucketsRepository(db));
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).hit('test:shared', 10, 60_000)),
       );
@@ -84,8 +85,8 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
     });
 
     it('buffered hits (the API limit) decide in memory and are shared at the next flush', async () => {
-      const a = new RateLimiter(db);
-      const b = new RateLimiter(db);
+      const a = new RateLimiter(new RateLimitBucketsRepository(db));
+      const b = new RateLimiter(new RateLimitBucketsRepository(db));
       for (let i = 0; i < 3; i++) expect(a.hitBuffered('test:buffered', 5).allowed).toBe(true);
       expect(await db.query(`SELECT 1 FROM rate_limit_buckets WHERE key = 'test:buffered'`)).toEqual([]);
       await a.flush();
@@ -103,7 +104,7 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
     });
 
     it('starts a new window when the old one has expired, and sweeps expired rows', async () => {
-      const limiter = new RateLimiter(db);
+      const limiter = new RateLimiter(new RateLimitBucketsRepository(db));
       await limiter.hit('test:expire', 1, 60_000);
       expect((await limiter.hit('test:expire', 1, 60_000)).allowed).toBe(false);
       await db.query(
@@ -121,18 +122,22 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
     });
 
     it('a limit of 0 disables the check and writes nothing', async () => {
-      const limiter = new RateLimiter(db);
+      const limiter = new RateLimiter(new RateLimitBucketsRepository(db));
       expect((await limiter.hit('test:off', 0)).allowed).toBe(true);
       expect(await db.query(`SELECT 1 FROM rate_limit_buckets WHERE key = 'test:off'`)).toEqual([]);
     });
 
     it('fails open when the database is down or slow', async () => {
-      const down = new RateLimiter({
-        query: () =>
-          Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
-      } as unknown as DataSource);
+      const down = new RateLimiter(
+        new RateLimitBucketsRepository({
+          query: () =>
+            Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+        }),
+      );
       expect((await down.hit('k', 1)).allowed).toBe(true);
-      const slow = new RateLimiter({ query: () => new Promise(() => undefined) } as unknown as DataSource);
+      const slow = new RateLimiter(
+        new RateLimitBucketsRepository({ query: () => new Promise(() => undefined) }),
+      );
       const started = Date.now();
       expect((await slow.hit('k', 1)).allowed).toBe(true);
       expect(Date.now() - started).toBeLessThan(3000);

@@ -80,20 +80,24 @@ export class AuditRepository {
     return { rows, count };
   }
 
-  /** Up to `limit` entries, newest first, strictly older than `after` (keyset) when given. */
+  /**
+   * Up to `limit` entries, newest first, after the entry `afterId` in that order (keyset) when given. The keyset
+   * reads that entry's `inserted_at` in SQL: a JavaScript Date holds milliseconds, PostgreSQL microseconds, and a
+   * rounded timestamp skipped every entry of the same millisecond that was not yet exported.
+   */
   listBatch(
     orgId: string,
     filters: AuditFilters,
     limit: number,
-    after: { insertedAt: Date; id: string } | null,
+    afterId: string | null,
   ): Promise<AuditRow[]> {
     const { where, params } = this.where(orgId, filters);
-    const keyset: string = after
-      ? ` AND (a.inserted_at, a.id) < ($${params.length + 2}::timestamptz, $${params.length + 3}::bigint)`
+    const keyset: string = afterId
+      ? ` AND (a.inserted_at, a.id) < (SELECT k.inserted_at, k.id FROM audit_logs k WHERE k.id = $${params.length + 2}::bigint)`
       : '';
     return this.db.query(
       `${SELECT} WHERE ${where}${keyset} ORDER BY a.inserted_at DESC, a.id DESC LIMIT $${params.length + 1}`,
-      after ? [...params, limit, after.insertedAt, after.id] : [...params, limit],
+      afterId ? [...params, limit, afterId] : [...params, limit],
     );
   }
 

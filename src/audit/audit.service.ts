@@ -127,13 +127,12 @@ export class AuditService {
   /** The CSV export as a sequence of lines, read in batches by keyset so that memory stays flat. */
   async *csv(orgId: string, filters: AuditFilters): AsyncGenerator<string> {
     yield CSV_HEADER.join(',') + '\r\n';
-    let after: { insertedAt: Date; id: string } | null = null;
+    let afterId: string | null = null;
     for (;;) {
-      const rows: AuditRow[] = await this.entries.listBatch(orgId, filters, CSV_BATCH, after);
+      const rows: AuditRow[] = await this.entries.listBatch(orgId, filters, CSV_BATCH, afterId);
       for (const row of rows) yield csvLine(toView(row));
       if (rows.length < CSV_BATCH) return;
-      const last = rows[rows.length - 1];
-      after = { insertedAt: last.inserted_at, id: last.id };
+      afterId = rows[rows.length - 1].id;
     }
   }
 }

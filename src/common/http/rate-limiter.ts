@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Queryable } from '../../database/transactions';
+import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
 import { RateLimitBucketsRepository } from './rate-limit-buckets.repository';
@@ -114,13 +113,8 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
   /** Keys over their limit (hitOrBlock), until their window ends. */
   private readonly blocks = new LocalWindows(MAX_BLOCKS);
   private flushing: Promise<void> | undefined;
-  private readonly buckets: RateLimitBucketsRepository;
 
-  /** The buckets' repository; or a connection of its own (tests and tools), the repository is then built on it. */
-  constructor(@Inject(RateLimitBucketsRepository) buckets: RateLimitBucketsRepository | Queryable) {
-    this.buckets =
-      buckets instanceof RateLimitBucketsRepository ? buckets : new RateLimitBucketsRepository(buckets);
-  }
+  constructor(private readonly buckets: RateLimitBucketsRepository) {}
 
   onModuleInit(): void {
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
