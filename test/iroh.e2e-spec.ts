@@ -4,12 +4,12 @@ import type { ReportingDevice } from '../src/iroh/dto/device-identity';
 import { IrohService } from '../src/iroh/iroh.service';
 import { unique, type TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
-import { NOT_FOUND } from './support/contract-bodies';
+import { detail, fieldError, FORBIDDEN, NOT_FOUND, UNAUTHORIZED } from './support/contract-bodies';
 
-const ALREADY_REGISTERED = { errors: { detail: 'That endpoint id is already registered.' } };
-const BAD_ID = { errors: { identifier: ['must be 64 hexadecimal characters'] } };
-const NOT_A_MEMBER = { errors: { user_email: ['does not belong to a member of this organization'] } };
-const BAD_OWNER = { errors: { owner: ['must be one of: device, user, none'] } };
+const ALREADY_REGISTERED = detail('That endpoint id is already registered.');
+const BAD_ID = fieldError('identifier', 'must be 64 hexadecimal characters');
+const NOT_A_MEMBER = fieldError('user_email', 'does not belong to a member of this organization');
+const BAD_OWNER = fieldError('owner', 'must be one of: device, user, none');
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** A fresh endpoint id: 64 lower-case hex characters. */
@@ -36,9 +36,14 @@ describe('iroh endpoints', () => {
   /** An admin and their fresh organization. */
   const UNSTORABLE_DETAILS = 'must not contain NUL characters or unpaired surrogates in its keys or strings';
 
+  /** Each organization's admin, by name, so that `device(org)` can create through the API as them. */
+  const owners = new Map<string, TestUser>();
+
   async function setup(): Promise<{ owner: TestUser; org: string }> {
     const owner = await t.fixtures.user();
-    return { owner, org: await t.fixtures.org(owner) };
+    const org = await t.fixtures.org(owner);
+    owners.set(org, owner);
+    return { owner, org };
   }
 
   async function orgId(org: string): Promise<string> {
@@ -48,16 +53,12 @@ describe('iroh endpoints', () => {
 
   /** A device (in a product of its own) of `org`, as the device gateway would describe it. */
   async function device(org: string, identifier = unique('dev-')): Promise<ReportingDevice> {
-    const id = await orgId(org);
-    const [product] = await t.db.query('INSERT INTO products (org_id, name) VALUES ($1, $2) RETURNING id', [
-      id,
-      unique('product-'),
-    ]);
-    const [row] = await t.db.query(
-      'INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3) RETURNING id',
-      [id, product.id, identifier],
-    );
-    return { id: row.id as string, orgId: id, identifier };
+    const owner = owners.get(org)!;
+    const product = await t.fixtures.product(owner, org, unique('product-'));
+    await t.fixtures.device(owner, org, product, identifier);
+    // The gateway names a device by its row id, which no HTTP answer carries.
+    const [row] = await t.db.query('SELECT id FROM devices WHERE identifier = $1', [identifier]);
+    return { id: row.id as string, orgId: await orgId(org), identifier };
   }
 
   function register(user: TestUser, org: string, body: object) {
@@ -389,6 +390,7 @@ describe('iroh endpoints', () => {
       const b = await setup();
       await registered(b.owner, b.org);
       const mine = await registered(a.owner, a.org);
+      // Another service's endpoint: the API registers iroh endpoints only.
       await t.db.query(
         `INSERT INTO iroh_endpoints (org_id, identifier, service, source) VALUES ($1, $2, 'tailscale', 'operator')`,
         [await orgId(a.org), newKey()],
@@ -784,6 +786,7 @@ describe('iroh endpoints', () => {
     it('does not show other services', async () => {
       const { owner, org } = await setup();
       const identifier = newKey();
+      // Another service's endpoint: the API registers iroh endpoints only.
       await t.db.query(
         `INSERT INTO iroh_endpoints (org_id, identifier, service, source) VALUES ($1, $2, 'tailscale', 'operator')`,
         [await orgId(org), identifier],
@@ -947,7 +950,7 @@ describe('iroh endpoints', () => {
       ];
       for (const res of responses) {
         expect(res.status).toBe(401);
-        expect(res.body).toEqual({ error: 'unauthorized' });
+        expect(res.body).toEqual(UNAUTHORIZED);
       }
     });
 
@@ -959,7 +962,7 @@ describe('iroh endpoints', () => {
       };
       await t.http().get(base(org)).set(reader.auth).expect(200);
       const res = await register(reader, org, { identifier: newKey() }).expect(403);
-      expect(res.body).toEqual({ error: 'forbidden' });
+      expect(res.body).toEqual(FORBIDDEN);
     });
   });
 

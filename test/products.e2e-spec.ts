@@ -1,6 +1,7 @@
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { orgScenario } from './support/scenario';
+import { FORBIDDEN, NOT_FOUND, UNAUTHORIZED, fieldErrors } from './support/contract-bodies';
 
 const DEFAULTS = {
   allow_unsigned_atomvm_firmware: false,
@@ -14,9 +15,7 @@ describe('products', () => {
   let admin: TestUser;
   let org: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
+    ({ t, admin, org } = await orgScenario());
   });
   afterAll(() => t.close());
 
@@ -172,12 +171,12 @@ describe('products', () => {
         color: 'red',
         allow_unsigned_atomvm_firmware: false,
       }).expect(422);
-      expect(res.body).toEqual({
-        errors: {
+      expect(res.body).toEqual(
+        fieldErrors({
           name: ['cannot be changed: a product cannot be renamed'],
           color: ['is not a product setting'],
-        },
-      });
+        }),
+      );
       const after = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200);
       expect(after.body).toEqual(before.body);
     });
@@ -235,12 +234,7 @@ describe('products', () => {
 
     it('409 while the product still has devices', async () => {
       await create('busy').expect(201);
-      await t.db.query(
-        `INSERT INTO devices (org_id, product_id, identifier)
-         SELECT p.org_id, p.id, 'busy-device-1' FROM products p JOIN orgs o ON o.id = p.org_id
-          WHERE o.name = $1 AND p.name = 'busy'`,
-        [org],
-      );
+      await t.fixtures.device(admin, org, 'busy', 'busy-device-1');
       const res = await t.http().delete(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(409);
       expect(res.body).toEqual({ errors: { detail: expect.stringContaining('devices') } });
       await t.http().get(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(200);
@@ -306,19 +300,14 @@ describe('products', () => {
     });
 
     it('no token: 401', async () => {
-      await t.http().get(`/api/orgs/${org}/products`).expect(401, { error: 'unauthorized' });
+      await t.http().get(`/api/orgs/${org}/products`).expect(401, UNAUTHORIZED);
     });
 
     it('a read-scoped admin token cannot write', async () => {
       const readToken = await t.fixtures.token(admin.user, { scope: 'read' });
       const auth = { Authorization: `Bearer ${readToken}` };
       await t.http().get(`/api/orgs/${org}/products`).set(auth).expect(200);
-      await t
-        .http()
-        .post(`/api/orgs/${org}/products`)
-        .set(auth)
-        .send({ name: 'ro' })
-        .expect(403, { error: 'forbidden' });
+      await t.http().post(`/api/orgs/${org}/products`).set(auth).send({ name: 'ro' }).expect(403, FORBIDDEN);
     });
   });
 });
