@@ -124,7 +124,7 @@ describe('devices', () => {
         `/api/orgs/${otherOrg}/products/q/devices`,
         other,
       ).expect(422);
-      expect(res.body).toEqual({ errors: { identifier: ['has already been taken'] } });
+      expect(res.body).toEqual(fieldError('identifier', 'has already been taken'));
       const results = await Promise.all(Array.from({ length: 8 }, () => create({ identifier: 'race-dev' })));
       expect(results.map((r) => r.status).sort()).toEqual([201, ...Array(7).fill(422)]);
     });
@@ -373,7 +373,7 @@ describe('devices', () => {
         .set(admin.auth)
         .send({ snoot: 'boop' })
         .expect(422);
-      expect(res.body).toEqual({ errors: { code: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('code', "can't be blank"));
       await t.http().post('/api/devices/con-2/code').set(admin.auth).send({ code: 5 }).expect(422);
       for (const field of ['code', 'body']) {
         const tooLong = await t

@@ -177,7 +177,7 @@ describe('iroh endpoints', () => {
     it('422 for a missing identifier', async () => {
       const { owner, org } = await setup();
       const res = await register(owner, org, {}).expect(422);
-      expect(res.body).toEqual({ errors: { identifier: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('identifier', "can't be blank"));
     });
 
     it.each([
@@ -202,7 +202,7 @@ describe('iroh endpoints', () => {
     ])('422 for an instance that is %s', async (_label, instance, message) => {
       const { owner, org } = await setup();
       const res = await register(owner, org, { identifier: newKey(), instance }).expect(422);
-      expect(res.body).toEqual({ errors: { instance: [message] } });
+      expect(res.body).toEqual(fieldError('instance', message));
     });
 
     it('accepts an instance of exactly 64 characters', async () => {
@@ -221,7 +221,7 @@ describe('iroh endpoints', () => {
     ])('422 for details that are %s', async (_label, details, message) => {
       const { owner, org } = await setup();
       const res = await register(owner, org, { identifier: newKey(), details }).expect(422);
-      expect(res.body).toEqual({ errors: { details: [message] } });
+      expect(res.body).toEqual(fieldError('details', message));
     });
 
     it('accepts details of exactly 4 KiB serialized', async () => {
@@ -517,13 +517,13 @@ describe('iroh endpoints', () => {
           .get(`${base(org)}?search=a&search=b`)
           .set(owner.auth)
           .expect(422);
-        expect(repeated.body).toEqual({ errors: { search: ['must be a string'] } });
+        expect(repeated.body).toEqual(fieldError('search', 'must be a string'));
         const long = await t
           .http()
           .get(`${base(org)}?search=${'a'.repeat(256)}`)
           .set(owner.auth)
           .expect(422);
-        expect(long.body).toEqual({ errors: { search: ['should be at most 255 character(s)'] } });
+        expect(long.body).toEqual(fieldError('search', 'should be at most 255 character(s)'));
       });
 
       it('a search with a NUL character is a 422, never a 500', async () => {
@@ -532,7 +532,7 @@ describe('iroh endpoints', () => {
           .get(`${base(org)}?search=a%00b`)
           .set(owner.auth)
           .expect(422);
-        expect(res.body).toEqual({ errors: { search: ['must not contain NUL characters'] } });
+        expect(res.body).toEqual(fieldError('search', 'must not contain NUL characters'));
       });
     });
 

@@ -1,7 +1,14 @@
 import type { TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
 import { orgScenario } from './support/scenario';
-import { FORBIDDEN, NOT_FOUND, UNAUTHORIZED, fieldErrors } from './support/contract-bodies';
+import {
+  detail,
+  fieldError,
+  fieldErrors,
+  FORBIDDEN,
+  NOT_FOUND,
+  UNAUTHORIZED,
+} from './support/contract-bodies';
 
 const DEFAULTS = {
   allow_unsigned_atomvm_firmware: false,
@@ -59,7 +66,7 @@ describe('products', () => {
       ['x'.repeat(256), 'should be at most 255 character(s)'],
     ])('422 for name %p', async (name, message) => {
       const res = await create(name).expect(422);
-      expect(res.body).toEqual({ errors: { name: [message] } });
+      expect(res.body).toEqual(fieldError('name', message));
     });
 
     it('a name with an unpaired surrogate is a 422 and creates nothing (it could not be stored or linked)', async () => {
@@ -81,13 +88,13 @@ describe('products', () => {
 
     it('an empty body is a 422, not a 500', async () => {
       const res = await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).expect(422);
-      expect(res.body).toEqual({ errors: { name: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('name', "can't be blank"));
     });
 
     it('a duplicate name is 422 "has already been taken"; names are case-sensitive', async () => {
       await create('dup').expect(201);
       const res = await create('dup').expect(422);
-      expect(res.body).toEqual({ errors: { name: ['has already been taken'] } });
+      expect(res.body).toEqual(fieldError('name', 'has already been taken'));
       await create('DUP').expect(201);
     });
 
@@ -107,7 +114,7 @@ describe('products', () => {
       const statuses = results.map((r) => r.status).sort();
       expect(statuses).toEqual([201, ...Array(9).fill(422)]);
       for (const r of results.filter((x) => x.status === 422)) {
-        expect(r.body).toEqual({ errors: { name: ['has already been taken'] } });
+        expect(r.body).toEqual(fieldError('name', 'has already been taken'));
       }
     });
 
@@ -236,7 +243,7 @@ describe('products', () => {
       await create('busy').expect(201);
       await t.fixtures.device(admin, org, 'busy', 'busy-device-1');
       const res = await t.http().delete(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(409);
-      expect(res.body).toEqual({ errors: { detail: expect.stringContaining('devices') } });
+      expect(res.body).toEqual(detail(expect.stringContaining('devices')));
       await t.http().get(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(200);
     });
   });
