@@ -296,7 +296,8 @@ describe('firmware', () => {
       .expect(204);
     const conflict = await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(409);
     expect(conflict.body).toEqual(detail(expect.stringContaining('pending')));
-    await t.db.query(`DELETE FROM pending_updates`);
+    // Deleting the device takes its pending update with it.
+    await t.http().delete(`/api/orgs/${org}/products/${name}/devices/d-${name}`).set(admin.auth).expect(204);
     await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
     await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });

@@ -52,6 +52,7 @@ describe('foundation: auth, errors, organizations', () => {
     it('401 for a well-formed token nobody issued', async () => {
       const ada = await t.fixtures.user();
       const other = await t.fixtures.token(ada.user);
+      // Gone without a trace (revoking through the API would keep the row).
       await t.db.query('DELETE FROM access_tokens WHERE user_id = $1', [ada.user.id]);
       const res = await t.http().get('/api/users/me').set('Authorization', `Bearer ${other}`).expect(401);
       expect(res.body).toEqual(UNAUTHORIZED);

@@ -782,6 +782,7 @@ describe('device gateway', () => {
     it('reaps devices held by an instance whose lease ran out', async () => {
       const identifier = await newDevice();
       const dead = '00000000-0000-4000-8000-000000000001';
+      // An instance that died without cleaning up: no API makes one.
       await a.db.query(
         `INSERT INTO gateway_instances (id, hostname, lease_until) VALUES ($1, 'gone', now() - interval '1 minute')`,
         [dead],

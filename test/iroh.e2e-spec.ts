@@ -38,6 +38,8 @@ describe('iroh endpoints', () => {
 
   /** Each organization's admin, by name, so that `device(org)` can create through the API as them. */
   const owners = new Map<string, TestUser>();
+  /** The product `device()` made for each device, by identifier. */
+  const productOf = new Map<string, string>();
 
   async function setup(): Promise<{ owner: TestUser; org: string }> {
     const owner = await t.fixtures.user();
@@ -56,6 +58,7 @@ describe('iroh endpoints', () => {
     const owner = owners.get(org)!;
     const product = await t.fixtures.product(owner, org, unique('product-'));
     await t.fixtures.device(owner, org, product, identifier);
+    productOf.set(identifier, product);
     // The gateway names a device by its row id, which no HTTP answer carries.
     const [row] = await t.db.query('SELECT id FROM devices WHERE identifier = $1', [identifier]);
     return { id: row.id as string, orgId: await orgId(org), identifier };
@@ -679,10 +682,17 @@ describe('iroh endpoints', () => {
           .delete(`${base(countedOrg)}/${unowned}`)
           .set(admin.auth)
           .expect(204);
+        // No HTTP call deletes a user account.
         await t.db.query('DELETE FROM users WHERE id = $1', [grace.user.id]);
         expect(await totals()).toEqual({ total: 4, device: 2, user: 0, none: 2 });
 
-        await t.db.query('DELETE FROM devices WHERE id = $1', [gadget.id]);
+        await t
+          .http()
+          .delete(
+            `/api/orgs/${countedOrg}/products/${productOf.get(gadget.identifier)}/devices/${gadget.identifier}`,
+          )
+          .set(admin.auth)
+          .expect(204);
         expect(await totals()).toEqual({ total: 2, device: 0, user: 0, none: 2 });
 
         // Concurrent creates and deletes (spread over the pool's connections, so over counter shards).
