@@ -88,6 +88,17 @@ export class Fixtures {
     return request(this.app.getHttpServer());
   }
 
+  /** A fresh fwup key pair, registered by `by` (an admin) with `POST /api/orgs/{org}/keys`. */
+  async registeredKey(by: TestUser, org: string, name = unique('key-')): Promise<FwupKeyPair> {
+    const key = generateFwupKeyPair();
+    await this.http()
+      .post(`/api/orgs/${org}/keys`)
+      .set(by.auth)
+      .send({ name, key: key.publicKey })
+      .expect(201);
+    return key;
+  }
+
   /** A product of `org`, created by `by` (manage or admin) with `POST .../products`; returns its name. */
   async product(by: TestUser, org: string, name = unique('product'), settings: object = {}): Promise<string> {
     await this.http()
@@ -123,8 +134,8 @@ export class Fixtures {
 
   /**
    * A firmware of `org`/`product`: a real fwup archive built by fw-builder, signed with `key` (by default a fresh
-   * key registered as one of the organization's signing keys) and uploaded by `by` with `POST .../firmwares`, so
-   * that the server derives everything (uuid, version sort key, ...) as for any upload.
+   * key that `by`, then an admin, registers with `POST .../keys`) and uploaded by `by` with `POST .../firmwares`,
+   * so that the server derives everything (uuid, version sort key, ...) as for any upload.
    */
   async firmware(
     by: TestUser,
@@ -133,7 +144,7 @@ export class Fixtures {
     options: BuildFwOptions & { version?: string; key?: FwupKeyPair } = {},
   ): Promise<UploadedFirmware> {
     const { version = '1.0.0', key: given, ...build } = options;
-    const key = given ?? (await this.signingKey(org, unique('key-')));
+    const key = given ?? (await this.registeredKey(by, org));
     const dir = await mkdtemp(join(tmpdir(), 'fleethub-fixture-fw-'));
     try {
       const built = await buildFw(join(dir, 'firmware.fw'), {
