@@ -5,7 +5,8 @@ import { DeviceAuthModule } from '../src/device-auth/device-auth.module';
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { signNh1Headers } from '../src/device-auth/nh1';
 import { SECRET_KEY_FILE, ServerKeyService } from '../src/device-auth/server-key.service';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 import { type TestUser, unique } from './support/fixtures';
 import { NOT_FOUND } from './support/contract-bodies';
 
@@ -28,11 +29,7 @@ describe('shared secrets and NH1 device authentication', () => {
   let auth: DeviceAuthenticator;
 
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    product = unique('product');
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
+    ({ t, admin, org, product } = await orgScenario({ product: unique('product') }));
     base = `/api/orgs/${org}/products/${product}`;
     // Strictly from DeviceAuthModule: another module may still provide a stand-in under the same token.
     auth = t.app.select(DeviceAuthModule).get(DeviceAuthenticator, { strict: true });
@@ -91,7 +88,7 @@ describe('shared secrets and NH1 device authentication', () => {
 
     it('lists oldest first and every secret is different', async () => {
       const name = unique('p');
-      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+      await t.fixtures.product(admin, org, name);
       const path = `/api/orgs/${org}/products/${name}`;
       const first = await productSecret(path);
       const second = await productSecret(path);
@@ -107,7 +104,7 @@ describe('shared secrets and NH1 device authentication', () => {
 
     it('404 for an unknown key, a key of another product, and an unknown product', async () => {
       const other = unique('other');
-      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: other }).expect(201);
+      await t.fixtures.product(admin, org, other);
       const { key } = await productSecret(`/api/orgs/${org}/products/${other}`);
       await t.http().delete(`${base}/shared_secrets/${key}`).set(admin.auth).expect(404, NOT_FOUND);
       await t
@@ -153,7 +150,7 @@ describe('shared secrets and NH1 device authentication', () => {
       await t.http().post(`${base}/devices/nope/shared_secrets`).set(admin.auth).expect(404, NOT_FOUND);
 
       const other = unique('other');
-      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: other }).expect(201);
+      await t.fixtures.product(admin, org, other);
       await t
         .http()
         .post(`/api/orgs/${org}/products/${other}/devices/${identifier}/shared_secrets`)
@@ -302,7 +299,7 @@ describe('shared secrets and NH1 device authentication', () => {
 
     it('an identifier that exists in another product (or organization) is refused', async () => {
       const other = unique('other');
-      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: other }).expect(201);
+      await t.fixtures.product(admin, org, other);
       const taken = await device(unique('taken-'), `/api/orgs/${org}/products/${other}`);
       const credentials = await productSecret();
       expect(await auth.authenticate(headersFor(credentials, taken), address())).toBeNull();

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import type { FwupKeyPair } from './support/fw-builder';
+import { orgScenario } from './support/scenario';
+import { DEVICE_NOT_CONNECTED, fieldError, NOT_FOUND } from './support/contract-bodies';
 
 describe('devices', () => {
   let t: TestApp;
   let admin: TestUser;
   let org: string;
+  let key: FwupKeyPair;
   let base: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: 'p' }).expect(201);
+    ({ t, admin, org, key } = await orgScenario({ product: 'p', signingKey: 'release' }));
     base = `/api/orgs/${org}/products/p/devices`;
   });
   afterAll(() => t.close());
@@ -20,28 +20,19 @@ describe('devices', () => {
   const create = (body: object, url = base, who = admin) => t.http().post(url).set(who.auth).send(body);
 
   async function productWithDevices(count: number, name = `p${Math.random().toString(36).slice(2, 8)}`) {
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+    await t.fixtures.product(admin, org, name);
     const url = `/api/orgs/${org}/products/${name}/devices`;
-    await t.db.query(
-      `INSERT INTO devices (org_id, product_id, identifier)
-       SELECT p.org_id, p.id, $3 || '-' || i FROM products p JOIN orgs o ON o.id = p.org_id,
-              generate_series(1, $4::int) AS i
-        WHERE o.name = $1 AND p.name = $2`,
-      [org, name, name, count],
+    await t.fixtures.devices(
+      admin,
+      org,
+      name,
+      Array.from({ length: count }, (_, i) => `${name}-${i + 1}`),
     );
     return { name, url };
   }
 
-  async function insertFirmware(productName: string, version = '1.0.0'): Promise<string> {
-    const uuid = randomUUID();
-    await t.db.query(
-      `INSERT INTO firmwares (product_id, uuid, version, version_sort_key, meta_product, platform, architecture,
-                              tool, size, sha256, chunk_sha256, storage_key)
-       SELECT p.id, $3::uuid, $4, $4, p.name, 'rpi4', 'arm', 'fwup', 1, repeat('0', 64), '{}', 'k' || $3::text
-         FROM products p JOIN orgs o ON o.id = p.org_id WHERE o.name = $1 AND p.name = $2`,
-      [org, productName, uuid, version],
-    );
-    return uuid;
+  async function uploadFirmware(productName: string, version = '1.0.0'): Promise<string> {
+    return (await t.fixtures.firmware(admin, org, productName, { version, key })).uuid;
   }
 
   describe('create and the Device record', () => {
@@ -71,6 +62,7 @@ describe('devices', () => {
 
     it('shows reported firmware metadata as an object of strings, and version', async () => {
       await create({ identifier: 'meta-1' }).expect(201);
+      // Reported by a connected device over its socket: no HTTP call sets these.
       await t.db.query(
         `UPDATE devices SET firmware_metadata = $2, firmware_version = '2.0.0', connection_status = 'connected',
                 last_communication = '2026-11-22T01:02:03.456Z' WHERE identifier = $1`,
@@ -132,7 +124,7 @@ describe('devices', () => {
         `/api/orgs/${otherOrg}/products/q/devices`,
         other,
       ).expect(422);
-      expect(res.body).toEqual({ errors: { identifier: ['has already been taken'] } });
+      expect(res.body).toEqual(fieldError('identifier', 'has already been taken'));
       const results = await Promise.all(Array.from({ length: 8 }, () => create({ identifier: 'race-dev' })));
       expect(results.map((r) => r.status).sort()).toEqual([201, ...Array(7).fill(422)]);
     });
@@ -207,7 +199,7 @@ describe('devices', () => {
       'walking every page sorted by %s (both directions) visits each device exactly once',
       async (sort) => {
         const { name, url } = await productWithDevices(37);
-        // Ties on purpose: few distinct values, some nulls.
+        // Ties on purpose: few distinct values, some nulls (state a device reports; no HTTP call sets it).
         await t.db.query(
           `UPDATE devices SET
              last_communication = CASE WHEN random() < 0.3 THEN NULL ELSE now() - (floor(random() * 3) || ' hours')::interval END,
@@ -236,6 +228,7 @@ describe('devices', () => {
 
     it('sorts last_communication desc with the most recent first and never-seen last', async () => {
       const { name, url } = await productWithDevices(3);
+      // last_communication is the time a device was last heard from: no HTTP call sets it.
       await t.db.query(
         `UPDATE devices SET last_communication = now() - interval '1 hour' WHERE identifier = $1`,
         [`${name}-1`],
@@ -255,14 +248,21 @@ describe('devices', () => {
 
     it('filters: identifier, search, tags (every tag), has_no_tags, connection, version, platform, updates', async () => {
       const { name, url } = await productWithDevices(0);
-      const make = async (identifier: string, extra: string) => {
-        await create({ identifier }, url).expect(201);
-        if (extra) await t.db.query(`UPDATE devices SET ${extra} WHERE identifier = $1`, [identifier]);
+      const make = async (identifier: string, body: object, reported = '') => {
+        await create({ identifier, ...body }, url).expect(201);
+        // Reported state (version, platform, connection, penalty box) that no HTTP call sets.
+        if (reported) await t.db.query(`UPDATE devices SET ${reported} WHERE identifier = $1`, [identifier]);
       };
-      await make(`${name}-alpha`, `tags = '{beta,lab}', description = 'Kitchen unit'`);
-      await make(`${name}-bravo`, `tags = '{beta}', firmware_version = '1.2.3', firmware_platform = 'rpi4'`);
-      await make(`${name}-charlie`, `connection_status = 'connected', updates_enabled = false`);
-      await make(`${name}-delta_x`, `updates_blocked_until = now() + interval '1 hour'`);
+      await make(`${name}-alpha`, { tags: 'beta,lab', description: 'Kitchen unit' });
+      await make(`${name}-bravo`, { tags: 'beta' }, `firmware_version = '1.2.3', firmware_platform = 'rpi4'`);
+      await make(`${name}-charlie`, {}, `connection_status = 'connected'`);
+      await t
+        .http()
+        .patch(`${url}/${name}-charlie`)
+        .set(admin.auth)
+        .send({ updates_enabled: false })
+        .expect(200);
+      await make(`${name}-delta_x`, {}, `updates_blocked_until = now() + interval '1 hour'`);
       const ids = async (qs: string) => {
         const res = await t.http().get(`${url}?${qs}`).set(admin.auth).expect(200);
         expect(res.body.pagination.total_entries).toBe(res.body.data.length);
@@ -315,8 +315,8 @@ describe('devices', () => {
   describe('upgrade', () => {
     it('records a pending update (204); a second replaces it', async () => {
       await create({ identifier: 'upg-1' }).expect(201);
-      const first = await insertFirmware('p', '1.0.0');
-      const second = await insertFirmware('p', '1.1.0');
+      const first = await uploadFirmware('p', '1.0.0');
+      const second = await uploadFirmware('p', '1.1.0');
       await t.http().post(`${base}/upg-1/upgrade`).set(admin.auth).send({ uuid: first }).expect(204);
       await t
         .http()
@@ -334,17 +334,12 @@ describe('devices', () => {
     it('422 for a missing uuid and for a uuid not of this product; 404 for unknown devices', async () => {
       await create({ identifier: 'upg-2' }).expect(201);
       const blank = await t.http().post(`${base}/upg-2/upgrade`).set(admin.auth).send({}).expect(422);
-      expect(blank.body).toEqual({ errors: { uuid: ["can't be blank"] } });
-      await t
-        .http()
-        .post(`/api/orgs/${org}/products`)
-        .set(admin.auth)
-        .send({ name: 'other-product' })
-        .expect(201);
-      const foreign = await insertFirmware('other-product');
+      expect(blank.body).toEqual(fieldError('uuid', "can't be blank"));
+      await t.fixtures.product(admin, org, 'other-product');
+      const foreign = await uploadFirmware('other-product');
       for (const uuid of [foreign, randomUUID(), 'not-a-uuid', "' OR 1=1 --"]) {
         const res = await t.http().post(`${base}/upg-2/upgrade`).set(admin.auth).send({ uuid }).expect(422);
-        expect(res.body).toEqual({ errors: { uuid: ['does not match a firmware of this product'] } });
+        expect(res.body).toEqual(fieldError('uuid', 'does not match a firmware of this product'));
       }
       await t
         .http()
@@ -423,7 +418,7 @@ describe('devices', () => {
       await create({ identifier: 'con-1' }).expect(201);
       for (const body of [{ code: 'IO.puts(1)' }, { body: 'IO.puts(1)' }]) {
         const res = await t.http().post('/api/devices/con-1/code').set(admin.auth).send(body).expect(409);
-        expect(res.body).toEqual({ errors: { detail: 'device is not connected' } });
+        expect(res.body).toEqual(DEVICE_NOT_CONNECTED);
       }
     });
 
@@ -435,7 +430,7 @@ describe('devices', () => {
         .set(admin.auth)
         .send({ snoot: 'boop' })
         .expect(422);
-      expect(res.body).toEqual({ errors: { code: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('code', "can't be blank"));
       await t.http().post('/api/devices/con-2/code').set(admin.auth).send({ code: 5 }).expect(422);
       for (const field of ['code', 'body']) {
         const tooLong = await t
@@ -521,12 +516,8 @@ describe('device totals kept by triggers', () => {
   let admin: TestUser;
   let org: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    for (const name of ['one', 'two']) {
-      await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
-    }
+    ({ t, admin, org } = await orgScenario());
+    for (const name of ['one', 'two']) await t.fixtures.product(admin, org, name);
   });
   afterAll(() => t.close());
 
@@ -551,6 +542,7 @@ describe('device totals kept by triggers', () => {
     const base = `/api/orgs/${org}/products/one/devices`;
     await t.http().post(base).set(admin.auth).send({ identifier: 'c-1', tags: 'a,b' }).expect(201);
     await t.http().post(base).set(admin.auth).send({ identifier: 'c-2', tags: 'a' }).expect(201);
+    // Bulk SQL on purpose: the triggers must keep the totals exact for writes that bypass the API too.
     await t.db.query(
       `INSERT INTO devices (org_id, product_id, identifier, tags)
        SELECT p.org_id, p.id, 'bulk-' || i, CASE WHEN i % 2 = 0 THEN ARRAY['a','a'] ELSE '{}' END

@@ -1,13 +1,20 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, posix, relative } from 'node:path';
 import { load } from 'js-yaml';
-import { isReady } from '../src/healthcheck';
+import ts from 'typescript';
+import { loadConfig } from '../src/config/config';
 import { listenOnLoopback } from './support/listening-app';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /**
- * The container files, checked without a Docker engine: their structure here, the runtime stage's commands by
- * `npm run check:docker-runtime` (in .ci/run).
+ * What the image must do, checked without a Docker engine (none runs here): the files it runs are ones the build
+ * produces and the runtime stage holds, it runs as a user other than root who can write its data folder, its
+ * environment makes the server listen on the exposed port, the build context holds what the Dockerfile copies and
+ * not local state, and the HEALTHCHECK's compiled script tells a ready server from an unready or absent one. The
+ * runtime stage's install and start are run for real by `npm run check:docker-runtime` (in .ci/run).
  */
 const root = join(__dirname, '..');
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -67,66 +74,237 @@ describe('docker/compose.yaml', () => {
   });
 });
 
-describe('docker/Dockerfile', () => {
-  const lines = read('docker/Dockerfile')
+/** One instruction of a Dockerfile: its stage (index), keyword and argument text. */
+interface Instruction {
+  stage: number;
+  keyword: string;
+  args: string;
+}
+
+interface Stage {
+  name: string | undefined;
+  workdir: string;
+  instructions: Instruction[];
+}
+
+function parseDockerfile(text: string): Stage[] {
+  const stages: Stage[] = [];
+  const lines = text
     .replace(/\\\n\s*/g, ' ')
     .split('\n')
-    .filter((line) => line.trim() !== '' && !line.startsWith('#'));
-  const runtimeStart = lines.findIndex((line) => / AS runtime$/.test(line));
-  const build = lines.slice(0, runtimeStart);
-  const runtime = lines.slice(runtimeStart);
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  for (const line of lines) {
+    const [, keyword, args] = /^(\S+)\s*(.*)$/.exec(line)!;
+    const upper = keyword.toUpperCase();
+    if (upper === 'FROM') {
+      stages.push({ name: /\sAS\s+(\S+)$/i.exec(args)?.[1], workdir: '/', instructions: [] });
+      continue;
+    }
+    const stage = stages.at(-1)!;
+    if (upper === 'WORKDIR') stage.workdir = posix.resolve(stage.workdir, args);
+    stage.instructions.push({ stage: stages.length - 1, keyword: upper, args });
+  }
+  return stages;
+}
 
-  it('builds in one stage with npm ci and npm run build', () => {
-    expect(build[0]).toMatch(/^FROM node:20-\S*slim AS build$/);
-    expect(build).toContain('RUN npm ci --ignore-scripts --no-audit --no-fund');
-    expect(build).toContain('RUN npm run build');
+/** The command of a `CMD ["node", "file"]` or `HEALTHCHECK ... CMD ["node", "file"]` instruction. */
+function execForm(args: string): string[] {
+  return JSON.parse(/(\[.*\])\s*$/.exec(args)![1]) as string[];
+}
+
+/** COPY's sources and destination, and its `--from` stage when there is one. */
+function copyOf(args: string): { from: string | undefined; sources: string[]; dest: string } {
+  const words = args.split(/\s+/);
+  const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+  const paths = words.filter((w) => !w.startsWith('--'));
+  return { from, sources: paths.slice(0, -1), dest: paths.at(-1)! };
+}
+
+/** The compiler configuration of `npm run build` (tsconfig.build.json). */
+function buildConfig(): ts.ParsedCommandLine {
+  return ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.build.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
+    },
+  )!;
+}
+
+/** What `npm run build` writes: the compiled path (relative to the repository) of every source file. */
+function buildOutputs(): Set<string> {
+  const config = buildConfig();
+  const { outDir, rootDir } = config.options;
+  return new Set(
+    config.fileNames
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
+      .map((file) => relative(root, join(outDir!, relative(rootDir!, file))).replace(/\.ts$/, '.js')),
+  );
+}
+
+/** Whether `.dockerignore`'s patterns (Docker's rules: from the context root, `*`, `**`, `!` exceptions) leave `path` out. */
+function dockerIgnored(patterns: string[], path: string): boolean {
+  const toRegExp = (pattern: string) =>
+    new RegExp(
+      '^' +
+        pattern
+          .replace(/^\/+|\/+$/g, '')
+          .split('**')
+          .map((part) =>
+            part
+              .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+              .replace(/\*/g, '[^/]*')
+              .replace(/\?/g, '[^/]'),
+          )
+          .join('.*') +
+        '(/.*)?$',
+    );
+  let ignored = false;
+  for (const pattern of patterns) {
+    const negated = pattern.startsWith('!');
+    if (toRegExp(negated ? pattern.slice(1) : pattern).test(path)) ignored = !negated;
+  }
+  return ignored;
+}
+
+describe('docker/Dockerfile', () => {
+  const stages = parseDockerfile(read('docker/Dockerfile'));
+  const runtime = stages.at(-1)!;
+  const lastOf = (stage: Stage, keyword: string) =>
+    stage.instructions.filter((i) => i.keyword === keyword).at(-1);
+  const env = Object.fromEntries(
+    runtime.instructions
+      .filter((i) => i.keyword === 'ENV')
+      .flatMap((i) => [...i.args.matchAll(/(\w+)=(\S+)/g)].map(([, name, value]) => [name, value])),
+  );
+
+  it('runs, and health-checks with, files that the build produces and the runtime stage holds', () => {
+    const outputs = buildOutputs();
+    const commands = [lastOf(runtime, 'CMD')!, lastOf(runtime, 'HEALTHCHECK')!].map((i) => execForm(i.args));
+    expect(commands.map((c) => c[0])).toEqual(['node', 'node']);
+    for (const [, file] of commands) {
+      expect({ file, built: outputs.has(file) }).toEqual({ file, built: true });
+      // Some COPY of the runtime stage brings the file from a stage whose build wrote it there.
+      const held = runtime.instructions
+        .filter((i) => i.keyword === 'COPY')
+        .map((i) => copyOf(i.args))
+        .some(({ from, sources, dest }) => {
+          const source = stages.find((s) => s.name === from);
+          if (!source || !source.instructions.some((i) => /\bnpm run build\b/.test(i.args))) return false;
+          const destDir = posix.resolve(runtime.workdir, dest);
+          const inImage = posix.resolve(runtime.workdir, file);
+          return sources.some((src) => {
+            const built = posix.relative(source.workdir, posix.resolve(source.workdir, src));
+            return inImage.startsWith(`${destDir}/`) && file.startsWith(`${built}/`);
+          });
+        });
+      expect({ file, held }).toEqual({ file, held: true });
+    }
   });
 
-  it('runs on slim node 20 as a non-root user with the container settings', () => {
-    expect(runtime[0]).toMatch(/^FROM node:20-\S*slim AS runtime$/);
-    const env = runtime.find((line) => line.startsWith('ENV '))!;
-    expect(env).toContain('HOST=0.0.0.0');
-    expect(env).toContain('FLEETHUB_DATA_DIR=/data');
-    expect(runtime).toContain('USER node');
-    expect(runtime.some((l) => l.startsWith('RUN npm ci --omit=dev --omit=optional --ignore-scripts'))).toBe(
-      true,
+  it('runs as a user other than root, who owns the data folder', () => {
+    const user = lastOf(runtime, 'USER')?.args.split(':')[0];
+    expect(user).toBeDefined();
+    expect(['root', '0']).not.toContain(user);
+    const dataDir = env.FLEETHUB_DATA_DIR;
+    expect(dataDir).toBeDefined();
+    const owned = runtime.instructions.some(
+      (i) =>
+        i.keyword === 'RUN' &&
+        new RegExp(`\\bchown (-R )?${user}(:\\S+)? (\\S+ )*${dataDir}(\\s|$)`).test(i.args),
     );
-    expect(runtime).toContain('COPY --from=build /app/dist ./dist');
-    expect(runtime.find((l) => l.startsWith('HEALTHCHECK'))).toMatch(
-      /CMD \["node", "dist\/src\/healthcheck\.js"\]$/,
-    );
-    expect(runtime.at(-1)).toBe('CMD ["node", "dist/src/main.js"]');
+    expect(owned).toBe(true);
   });
 
-  it('.dockerignore keeps local state and dependencies out of the build context', () => {
-    const ignored = read('.dockerignore').split('\n');
-    for (const entry of ['node_modules', 'dist', '.data', '.git']) expect(ignored).toContain(entry);
+  it('its environment makes the server listen on every interface, on the port it exposes', () => {
+    const config = loadConfig({ ...env, DATABASE_URL: 'postgres://fleethub@postgres:5432/fleethub' });
+    expect(config.host).toBe('0.0.0.0');
+    expect(lastOf(runtime, 'EXPOSE')!.args.split(/\s+/)).toContain(String(config.port));
+    expect(config.dataDir).toBe(env.FLEETHUB_DATA_DIR);
+  });
+
+  it('.dockerignore keeps local state and dependencies out, and everything the Dockerfile copies in', () => {
+    const patterns = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    for (const path of [
+      'node_modules/pg/package.json',
+      '.data/pg/PG_VERSION',
+      'dist/src/main.js',
+      '.git/HEAD',
+    ]) {
+      expect({ path, ignored: dockerIgnored(patterns, path) }).toEqual({ path, ignored: true });
+    }
+    const copied = stages
+      .flatMap((s) => s.instructions)
+      .filter((i) => i.keyword === 'COPY')
+      .map((i) => copyOf(i.args))
+      .filter((c) => c.from === undefined)
+      .flatMap((c) => c.sources);
+    expect(copied.length).toBeGreaterThan(0);
+    for (const path of copied) {
+      expect({ path, exists: existsSync(join(root, path)), ignored: dockerIgnored(patterns, path) }).toEqual({
+        path,
+        exists: true,
+        ignored: false,
+      });
+    }
   });
 });
 
-describe('src/healthcheck.ts (the HEALTHCHECK command)', () => {
+describe('the HEALTHCHECK script (src/healthcheck.ts, compiled)', () => {
   let t: TestApp;
   let port: number;
+  let dir: string;
+  let script: string;
   beforeAll(async () => {
+    // Compiled as the build compiles it; the script imports nothing of the project (the image runs it alone).
+    const config = buildConfig();
+    const { outputText } = ts.transpileModule(read('src/healthcheck.ts'), {
+      compilerOptions: { ...config.options, module: ts.ModuleKind.CommonJS, sourceMap: false },
+    });
+    dir = await mkdtemp(join(tmpdir(), 'fleethub-healthcheck-'));
+    await mkdir(join(dir, 'dist', 'src'), { recursive: true });
+    script = join(dir, 'dist', 'src', 'healthcheck.js');
+    await writeFile(script, outputText);
     t = await createTestApp();
     ({ port } = await listenOnLoopback(t));
   });
-  afterAll(() => t.close());
-
-  it('is ready when /readyz answers 200', async () => {
-    expect(await isReady(String(port))).toBe(true);
+  afterAll(async () => {
+    await t.close();
+    await rm(dir, { recursive: true, force: true });
   });
 
-  it('is not ready when /readyz answers 503', async () => {
+  /** The exit code of `node dist/src/healthcheck.js` with only PATH and PORT set, as in the image. */
+  const healthcheck = (portValue: string) =>
+    new Promise<number>((resolve) => {
+      execFile(
+        process.execPath,
+        [script],
+        { env: { PATH: process.env.PATH, PORT: portValue }, timeout: 15_000 },
+        (err) => resolve(err ? ((err as { code?: unknown }).code as number) : 0),
+      );
+    });
+
+  it('exits 0 when /readyz answers 200', async () => {
+    expect(await healthcheck(String(port))).toBe(0);
+  });
+
+  it('exits 1 when /readyz answers 503', async () => {
     const query = jest.spyOn(t.db, 'query').mockRejectedValue(new Error('connection refused'));
     try {
-      expect(await isReady(String(port))).toBe(false);
+      expect(await healthcheck(String(port))).toBe(1);
     } finally {
       query.mockRestore();
     }
   });
 
-  it('is not ready when nothing listens on the port', async () => {
-    expect(await isReady('1')).toBe(false);
+  it('exits 1 when nothing listens on the port', async () => {
+    expect(await healthcheck('1')).toBe(1);
   });
 });

@@ -25,6 +25,7 @@ import {
   EmbeddedPostgresError,
 } from '../src/database/embedded-postgres';
 import { startServer } from '../src/server';
+import { UNAUTHORIZED } from './support/contract-bodies';
 
 const asRoot = userInfo().uid === 0;
 
@@ -159,7 +160,7 @@ describe('embedded PostgreSQL', () => {
       expect(health.status).toBe(200);
       const me = await fetch(`${server.url}/api/users/me`);
       expect(me.status).toBe(401);
-      expect(await me.json()).toEqual({ error: 'unauthorized' });
+      expect(await me.json()).toEqual(UNAUTHORIZED);
     } finally {
       await server.close();
     }

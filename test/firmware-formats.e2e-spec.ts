@@ -6,7 +6,8 @@ import { type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
 import { buildEspImage, type EspImageOptions } from './support/fw-builder-esp-idf';
 import { buildPackbeam, type PackbeamOptions } from './support/fw-builder-packbeam';
 import type { TestUser } from './support/fixtures';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 
 const UNRECOGNISED =
   'Unrecognised firmware format. Expected an fwup archive (.fw), an AtomVM packbeam (.avm) or an ESP-IDF ' +
@@ -32,10 +33,7 @@ describe('firmware formats: AtomVM packbeams and ESP-IDF images', () => {
   let counter = 0;
 
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    key = await t.fixtures.signingKey(org, 'release');
+    ({ t, admin, org, key } = await orgScenario({ signingKey: 'release' }));
     dir = await mkdtemp(join(tmpdir(), 'fleethub-formats-'));
   });
   afterAll(async () => {
@@ -46,7 +44,7 @@ describe('firmware formats: AtomVM packbeams and ESP-IDF images', () => {
   /** A product with these settings (PATCHed through the API). */
   async function product(settings: Record<string, unknown> = {}) {
     const name = `p${++counter}`;
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+    await t.fixtures.product(admin, org, name);
     if (Object.keys(settings).length > 0) {
       await t.http().patch(`/api/orgs/${org}/products/${name}`).set(admin.auth).send(settings).expect(200);
     }

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
 import { buildFw, type BuildFwOptions, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
 import type { TestUser } from './support/fixtures';
-import { createTestApp, type TestApp } from './support/test-app';
-import { NOT_FOUND } from './support/contract-bodies';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
+import { detail, fieldError, NOT_FOUND } from './support/contract-bodies';
 
 describe('firmware', () => {
   let t: TestApp;
@@ -16,10 +17,7 @@ describe('firmware', () => {
   let dir: string;
   let counter = 0;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    key = await t.fixtures.signingKey(org, 'release');
+    ({ t, admin, org, key } = await orgScenario({ signingKey: 'release' }));
     dir = await mkdtemp(join(tmpdir(), 'fleethub-fw-'));
   });
   afterAll(async () => {
@@ -28,7 +26,7 @@ describe('firmware', () => {
   });
 
   async function product(name = `p${++counter}`) {
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name }).expect(201);
+    await t.fixtures.product(admin, org, name);
     return { name, base: `/api/orgs/${org}/products/${name}/firmwares` };
   }
 
@@ -253,22 +251,18 @@ describe('firmware', () => {
       const { name, base } = await product();
       const built = await fw(name);
       const res = await upload(base, built.path, admin, 'file').expect(422);
-      expect(res.body).toEqual({ errors: { firmware: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('firmware', "can't be blank"));
       const json = await t.http().post(base).set(admin.auth).send({ firmware: 'x' }).expect(422);
       expect(Object.keys(json.body.errors)).toEqual(['firmware']);
     });
 
     it('a file over the configured limit: 413', async () => {
-      const small = await createTestApp({ FLEETHUB_FIRMWARE_MAX_MIB: '1' });
+      const {
+        t: small,
+        admin: owner,
+        org: smallOrg,
+      } = await orgScenario({ env: { FLEETHUB_FIRMWARE_MAX_MIB: '1' }, product: 'p' });
       try {
-        const owner = await small.fixtures.user();
-        const smallOrg = await small.fixtures.org(owner);
-        await small
-          .http()
-          .post(`/api/orgs/${smallOrg}/products`)
-          .set(owner.auth)
-          .send({ name: 'p' })
-          .expect(201);
         const big = join(dir, 'big.bin');
         await writeFile(big, Buffer.alloc(2 * 1024 * 1024, 7));
         const res = await small
@@ -277,7 +271,7 @@ describe('firmware', () => {
           .set(owner.auth)
           .attach('firmware', big);
         expect(res.status).toBe(413);
-        expect(res.body).toEqual({ errors: { detail: expect.stringContaining('limit') } });
+        expect(res.body).toEqual(detail(expect.stringContaining('limit')));
       } finally {
         await small.close();
       }
@@ -301,8 +295,9 @@ describe('firmware', () => {
       .send({ uuid })
       .expect(204);
     const conflict = await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(409);
-    expect(conflict.body).toEqual({ errors: { detail: expect.stringContaining('pending') } });
-    await t.db.query(`DELETE FROM pending_updates`);
+    expect(conflict.body).toEqual(detail(expect.stringContaining('pending')));
+    // Deleting the device takes its pending update with it.
+    await t.http().delete(`/api/orgs/${org}/products/${name}/devices/d-${name}`).set(admin.auth).expect(204);
     await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
     await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });

@@ -2,7 +2,16 @@ import { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
 import { ShutdownState } from '../src/health/shutdown-state';
 import { createTestApp, type TestApp } from './support/test-app';
-import { NOT_FOUND } from './support/contract-bodies';
+import {
+  ANY_DETAIL,
+  fieldError,
+  fieldErrors,
+  FORBIDDEN,
+  MALFORMED_JSON,
+  NOT_A_JSON_OBJECT,
+  NOT_FOUND,
+  UNAUTHORIZED,
+} from './support/contract-bodies';
 
 describe('foundation: auth, errors, organizations', () => {
   let t: TestApp;
@@ -37,27 +46,28 @@ describe('foundation: auth, errors, organizations', () => {
       const req = t.http().get('/api/users/me');
       if (header !== undefined) req.set('Authorization', header);
       const res = await req.expect(401);
-      expect(res.body).toEqual({ error: 'unauthorized' });
+      expect(res.body).toEqual(UNAUTHORIZED);
     });
 
     it('401 for a well-formed token nobody issued', async () => {
       const ada = await t.fixtures.user();
       const other = await t.fixtures.token(ada.user);
+      // Gone without a trace (revoking through the API would keep the row).
       await t.db.query('DELETE FROM access_tokens WHERE user_id = $1', [ada.user.id]);
       const res = await t.http().get('/api/users/me').set('Authorization', `Bearer ${other}`).expect(401);
-      expect(res.body).toEqual({ error: 'unauthorized' });
+      expect(res.body).toEqual(UNAUTHORIZED);
     });
 
     it('401 for an expired token', async () => {
       const ada = await t.fixtures.user({ expiresAt: new Date(Date.now() - 1000) });
-      await t.http().get('/api/users/me').set(ada.auth).expect(401, { error: 'unauthorized' });
+      await t.http().get('/api/users/me').set(ada.auth).expect(401, UNAUTHORIZED);
     });
 
     it('401 right after the token is revoked, even though it was cached', async () => {
       const ada = await t.fixtures.user();
       await t.http().get('/api/users/me').set(ada.auth).expect(200);
       expect(await t.app.get(TokensService).revoke(ada.token)).toBe(true);
-      await t.http().get('/api/users/me').set(ada.auth).expect(401, { error: 'unauthorized' });
+      await t.http().get('/api/users/me').set(ada.auth).expect(401, UNAUTHORIZED);
     });
 
     it('stores only a SHA-256 hash of the token and records last use', async () => {
@@ -85,7 +95,7 @@ describe('foundation: auth, errors, organizations', () => {
       await t.http().get('/api/users/me').set(ada.auth).expect(200);
       await t.http().get('/api/orgs').set(ada.auth).expect(200);
       const res = await t.http().post('/api/orgs').set(ada.auth).send({ name: 'readonly-org' }).expect(403);
-      expect(res.body).toEqual({ error: 'forbidden' });
+      expect(res.body).toEqual(FORBIDDEN);
       const orgs = await t.db.query("SELECT 1 FROM orgs WHERE name = 'readonly-org'");
       expect(orgs).toHaveLength(0);
     });
@@ -120,7 +130,7 @@ describe('foundation: auth, errors, organizations', () => {
         .send({ email: 'ghost@example.com', password: 'x' });
       expect(wrong.status).toBe(401);
       expect(unknown.status).toBe(401);
-      expect(wrong.body).toEqual({ error: 'unauthorized' });
+      expect(wrong.body).toEqual(UNAUTHORIZED);
       expect(unknown.body).toEqual(wrong.body);
     });
 
@@ -135,7 +145,7 @@ describe('foundation: auth, errors, organizations', () => {
 
     it('422 naming missing fields', async () => {
       const res = await t.http().post('/api/users/auth').send({ email: 5 }).expect(422);
-      expect(res.body).toEqual({ errors: { email: ['must be a string'], password: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldErrors({ email: ['must be a string'], password: ["can't be blank"] }));
     });
 
     it('rate limits repeated attempts on one account with 429 and Retry-After', async () => {
@@ -148,7 +158,7 @@ describe('foundation: auth, errors, organizations', () => {
       expect(responses.slice(0, 10).every((r) => r.status === 401)).toBe(true);
       const last = responses[responses.length - 1];
       expect(last.status).toBe(429);
-      expect(last.body).toEqual({ errors: { detail: expect.any(String) } });
+      expect(last.body).toEqual(ANY_DETAIL);
       expect(Number(last.headers['retry-after'])).toBeGreaterThan(0);
     });
   });
@@ -166,7 +176,7 @@ describe('foundation: auth, errors, organizations', () => {
       const ada = await t.fixtures.user();
       await t.http().post('/api/orgs').set(ada.auth).send({ name: 'dup-org' }).expect(201);
       const dup = await t.http().post('/api/orgs').set(ada.auth).send({ name: 'dup-org' }).expect(422);
-      expect(dup.body).toEqual({ errors: { name: ['has already been taken'] } });
+      expect(dup.body).toEqual(fieldError('name', 'has already been taken'));
       const bad = await t
         .http()
         .post('/api/orgs')
@@ -175,7 +185,7 @@ describe('foundation: auth, errors, organizations', () => {
         .expect(422);
       expect(bad.body.errors.name).toHaveLength(1);
       const blank = await t.http().post('/api/orgs').set(ada.auth).send({}).expect(422);
-      expect(blank.body).toEqual({ errors: { name: ["can't be blank"] } });
+      expect(blank.body).toEqual(fieldError('name', "can't be blank"));
     });
 
     it('concurrent creates of one name: exactly one 201, the rest 422', async () => {
@@ -206,7 +216,7 @@ describe('foundation: auth, errors, organizations', () => {
         .set('Content-Type', 'application/json')
         .send('{"name": ')
         .expect(400);
-      expect(res.body).toEqual({ errors: { detail: 'request body is not valid JSON' } });
+      expect(res.body).toEqual(MALFORMED_JSON);
     });
 
     it.each([['[1,2]'], ['"text"'], ['42'], ['null']])(
@@ -220,7 +230,7 @@ describe('foundation: auth, errors, organizations', () => {
           .set('Content-Type', 'application/json')
           .send(body)
           .expect(400);
-        expect(res.body).toEqual({ errors: { detail: 'request body must be a JSON object' } });
+        expect(res.body).toEqual(NOT_A_JSON_OBJECT);
       },
     );
 
@@ -232,7 +242,7 @@ describe('foundation: auth, errors, organizations', () => {
         .set(ada.auth)
         .send({ name: 'x'.repeat(1024 * 1024 + 10) })
         .expect(413);
-      expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+      expect(res.body).toEqual(ANY_DETAIL);
     });
 
     it('every response carries x-request-id: the caller’s own, or a new one', async () => {
@@ -263,7 +273,7 @@ describe('foundation: auth, errors, organizations', () => {
       state.draining = true;
       try {
         const res = await t.http().get('/readyz').expect(503);
-        expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+        expect(res.body).toEqual(ANY_DETAIL);
         await t.http().get('/healthz').expect(200);
       } finally {
         state.draining = false;

@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../src/common/validation/json-limits';
 import { DETAILS_MAX_DEPTH } from '../src/iroh/dto/iroh-fields';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 import { type TestUser, unique } from './support/fixtures';
 
 /**
@@ -494,13 +495,14 @@ describe('schema-driven fuzzing of /api/openapi.json', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestApp({
-      FLEETHUB_RATE_LIMIT_API_PER_MIN: '0',
-      FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '0',
-      FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '0',
-    });
-    admin = await t.fixtures.user({ password: 'fuzz-password-123' });
-    org = await t.fixtures.org(admin);
+    ({ t, admin, org } = await orgScenario({
+      env: {
+        FLEETHUB_RATE_LIMIT_API_PER_MIN: '0',
+        FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '0',
+        FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '0',
+      },
+      admin: { password: 'fuzz-password-123' },
+    }));
     const member = await t.fixtures.user();
     await t.fixtures.addMember(org, member, 'view');
     fixture.email = member.user.email;

@@ -7,7 +7,8 @@ import { DeviceLinkService } from '../src/gateway/device-link.service';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 
 /**
  * Authenticates `x-test-device: <identifier>` against the database. Identifiers in `held` wait inside
@@ -63,20 +64,17 @@ describe('device gateway under load: connection admission', () => {
   const clients: DeviceSocketClient[] = [];
 
   beforeAll(async () => {
-    t = await createTestApp(
-      {},
-      {
+    ({ t, admin, org } = await orgScenario({
+      app: {
         overrides: [
           { provide: DeviceAuthenticator, useValue: auth },
           { provide: Admission, useValue: admission },
         ],
       },
-    );
+      product: 'gadget',
+    }));
     auth.t = t;
     ({ url } = await listenOnLoopback(t));
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: 'gadget' }).expect(201);
   });
 
   afterEach(async () => {

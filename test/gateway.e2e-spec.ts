@@ -13,6 +13,7 @@ import { buildFw, type FwupKeyPair } from './support/fw-builder';
 import { uuidOf, writeEspImage } from './support/fw-builder-esp-idf';
 import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
+import { DEVICE_NOT_CONNECTED, NOT_FOUND } from './support/contract-bodies';
 import { createTestApp, type TestApp } from './support/test-app';
 
 /** Authenticates `x-test-device: <identifier>` against the database; anything else is refused. */
@@ -439,9 +440,7 @@ describe('device gateway', () => {
       bad.searchParams.set('signature', 'x'.repeat(43));
       const refused = await fetch(bad);
       expect(refused.status).toBe(403);
-      expect(await refused.json()).toEqual({
-        errors: { detail: 'Resource Not Found or Authorization Insufficient' },
-      });
+      expect(await refused.json()).toEqual(NOT_FOUND);
       const expired = new URL(link);
       expired.searchParams.set('expires', '1000');
       expect((await fetch(expired)).status).toBe(403);
@@ -613,7 +612,7 @@ describe('device gateway', () => {
 
     it('answers 409 when the device has no console connection', async () => {
       const identifier = await newDevice();
-      await code(identifier, { code: '1' }).expect(409, { errors: { detail: 'device is not connected' } });
+      await code(identifier, { code: '1' }).expect(409, DEVICE_NOT_CONNECTED);
       await connectJoined(identifier);
       await code(identifier, { code: '1' }).expect(409);
       await code(identifier, { code: '1' }, b).expect(409);
@@ -783,6 +782,7 @@ describe('device gateway', () => {
     it('reaps devices held by an instance whose lease ran out', async () => {
       const identifier = await newDevice();
       const dead = '00000000-0000-4000-8000-000000000001';
+      // An instance that died without cleaning up: no API makes one.
       await a.db.query(
         `INSERT INTO gateway_instances (id, hostname, lease_until) VALUES ($1, 'gone', now() - interval '1 minute')`,
         [dead],

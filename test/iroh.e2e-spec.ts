@@ -4,12 +4,12 @@ import type { ReportingDevice } from '../src/iroh/dto/device-identity';
 import { IrohClaimsService } from '../src/iroh/iroh-claims.service';
 import { unique, type TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
-import { NOT_FOUND } from './support/contract-bodies';
+import { detail, fieldError, FORBIDDEN, NOT_FOUND, UNAUTHORIZED } from './support/contract-bodies';
 
-const ALREADY_REGISTERED = { errors: { detail: 'That endpoint id is already registered.' } };
-const BAD_ID = { errors: { identifier: ['must be 64 hexadecimal characters'] } };
-const NOT_A_MEMBER = { errors: { user_email: ['does not belong to a member of this organization'] } };
-const BAD_OWNER = { errors: { owner: ['must be one of: device, user, none'] } };
+const ALREADY_REGISTERED = detail('That endpoint id is already registered.');
+const BAD_ID = fieldError('identifier', 'must be 64 hexadecimal characters');
+const NOT_A_MEMBER = fieldError('user_email', 'does not belong to a member of this organization');
+const BAD_OWNER = fieldError('owner', 'must be one of: device, user, none');
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** A fresh endpoint id: 64 lower-case hex characters. */
@@ -36,9 +36,16 @@ describe('iroh endpoints', () => {
   /** An admin and their fresh organization. */
   const UNSTORABLE_DETAILS = 'must not contain NUL characters or unpaired surrogates in its keys or strings';
 
+  /** Each organization's admin, by name, so that `device(org)` can create through the API as them. */
+  const owners = new Map<string, TestUser>();
+  /** The product `device()` made for each device, by identifier. */
+  const productOf = new Map<string, string>();
+
   async function setup(): Promise<{ owner: TestUser; org: string }> {
     const owner = await t.fixtures.user();
-    return { owner, org: await t.fixtures.org(owner) };
+    const org = await t.fixtures.org(owner);
+    owners.set(org, owner);
+    return { owner, org };
   }
 
   async function orgId(org: string): Promise<string> {
@@ -48,16 +55,13 @@ describe('iroh endpoints', () => {
 
   /** A device (in a product of its own) of `org`, as the device gateway would describe it. */
   async function device(org: string, identifier = unique('dev-')): Promise<ReportingDevice> {
-    const id = await orgId(org);
-    const [product] = await t.db.query('INSERT INTO products (org_id, name) VALUES ($1, $2) RETURNING id', [
-      id,
-      unique('product-'),
-    ]);
-    const [row] = await t.db.query(
-      'INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3) RETURNING id',
-      [id, product.id, identifier],
-    );
-    return { id: row.id as string, orgId: id, identifier };
+    const owner = owners.get(org)!;
+    const product = await t.fixtures.product(owner, org, unique('product-'));
+    await t.fixtures.device(owner, org, product, identifier);
+    productOf.set(identifier, product);
+    // The gateway names a device by its row id, which no HTTP answer carries.
+    const [row] = await t.db.query('SELECT id FROM devices WHERE identifier = $1', [identifier]);
+    return { id: row.id as string, orgId: await orgId(org), identifier };
   }
 
   function register(user: TestUser, org: string, body: object) {
@@ -176,7 +180,7 @@ describe('iroh endpoints', () => {
     it('422 for a missing identifier', async () => {
       const { owner, org } = await setup();
       const res = await register(owner, org, {}).expect(422);
-      expect(res.body).toEqual({ errors: { identifier: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('identifier', "can't be blank"));
     });
 
     it.each([
@@ -201,7 +205,7 @@ describe('iroh endpoints', () => {
     ])('422 for an instance that is %s', async (_label, instance, message) => {
       const { owner, org } = await setup();
       const res = await register(owner, org, { identifier: newKey(), instance }).expect(422);
-      expect(res.body).toEqual({ errors: { instance: [message] } });
+      expect(res.body).toEqual(fieldError('instance', message));
     });
 
     it('accepts an instance of exactly 64 characters', async () => {
@@ -220,7 +224,7 @@ describe('iroh endpoints', () => {
     ])('422 for details that are %s', async (_label, details, message) => {
       const { owner, org } = await setup();
       const res = await register(owner, org, { identifier: newKey(), details }).expect(422);
-      expect(res.body).toEqual({ errors: { details: [message] } });
+      expect(res.body).toEqual(fieldError('details', message));
     });
 
     it('accepts details of exactly 4 KiB serialized', async () => {
@@ -389,6 +393,7 @@ describe('iroh endpoints', () => {
       const b = await setup();
       await registered(b.owner, b.org);
       const mine = await registered(a.owner, a.org);
+      // Another service's endpoint: the API registers iroh endpoints only.
       await t.db.query(
         `INSERT INTO iroh_endpoints (org_id, identifier, service, source) VALUES ($1, $2, 'tailscale', 'operator')`,
         [await orgId(a.org), newKey()],
@@ -515,13 +520,13 @@ describe('iroh endpoints', () => {
           .get(`${base(org)}?search=a&search=b`)
           .set(owner.auth)
           .expect(422);
-        expect(repeated.body).toEqual({ errors: { search: ['must be a string'] } });
+        expect(repeated.body).toEqual(fieldError('search', 'must be a string'));
         const long = await t
           .http()
           .get(`${base(org)}?search=${'a'.repeat(256)}`)
           .set(owner.auth)
           .expect(422);
-        expect(long.body).toEqual({ errors: { search: ['should be at most 255 character(s)'] } });
+        expect(long.body).toEqual(fieldError('search', 'should be at most 255 character(s)'));
       });
 
       it('a search with a NUL character is a 422, never a 500', async () => {
@@ -530,7 +535,7 @@ describe('iroh endpoints', () => {
           .get(`${base(org)}?search=a%00b`)
           .set(owner.auth)
           .expect(422);
-        expect(res.body).toEqual({ errors: { search: ['must not contain NUL characters'] } });
+        expect(res.body).toEqual(fieldError('search', 'must not contain NUL characters'));
       });
     });
 
@@ -677,10 +682,17 @@ describe('iroh endpoints', () => {
           .delete(`${base(countedOrg)}/${unowned}`)
           .set(admin.auth)
           .expect(204);
+        // No HTTP call deletes a user account.
         await t.db.query('DELETE FROM users WHERE id = $1', [grace.user.id]);
         expect(await totals()).toEqual({ total: 4, device: 2, user: 0, none: 2 });
 
-        await t.db.query('DELETE FROM devices WHERE id = $1', [gadget.id]);
+        await t
+          .http()
+          .delete(
+            `/api/orgs/${countedOrg}/products/${productOf.get(gadget.identifier)}/devices/${gadget.identifier}`,
+          )
+          .set(admin.auth)
+          .expect(204);
         expect(await totals()).toEqual({ total: 2, device: 0, user: 0, none: 2 });
 
         // Concurrent creates and deletes (spread over the pool's connections, so over counter shards).
@@ -784,6 +796,7 @@ describe('iroh endpoints', () => {
     it('does not show other services', async () => {
       const { owner, org } = await setup();
       const identifier = newKey();
+      // Another service's endpoint: the API registers iroh endpoints only.
       await t.db.query(
         `INSERT INTO iroh_endpoints (org_id, identifier, service, source) VALUES ($1, $2, 'tailscale', 'operator')`,
         [await orgId(org), identifier],
@@ -947,7 +960,7 @@ describe('iroh endpoints', () => {
       ];
       for (const res of responses) {
         expect(res.status).toBe(401);
-        expect(res.body).toEqual({ error: 'unauthorized' });
+        expect(res.body).toEqual(UNAUTHORIZED);
       }
     });
 
@@ -959,7 +972,7 @@ describe('iroh endpoints', () => {
       };
       await t.http().get(base(org)).set(reader.auth).expect(200);
       const res = await register(reader, org, { identifier: newKey() }).expect(403);
-      expect(res.body).toEqual({ error: 'forbidden' });
+      expect(res.body).toEqual(FORBIDDEN);
     });
   });
 

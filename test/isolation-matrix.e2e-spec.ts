@@ -5,18 +5,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { PUBLIC_ROUTE, ROUTE_NAME } from '../src/common/auth/decorators';
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../src/common/auth/route-policies';
 import { type Role, roleSatisfies } from '../src/common/auth/roles';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 import { type TestUser, unique } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { FORBIDDEN, NOT_FOUND, UNAUTHORIZED } from './support/contract-bodies';
 
 /**
  * Every route the app serves × every kind of caller → the contract's answer (sections 3 and 4). The routes
  * come from the running app's modules, so a new route is covered without touching this file; a route whose
  * path parameters this file cannot fill fails loudly.
  */
-
-const UNAUTHORIZED = { error: 'unauthorized' };
-const FORBIDDEN = { error: 'forbidden' };
 
 interface AppRoute {
   id: string;
@@ -177,12 +175,9 @@ describe('isolation matrix: every route × every kind of caller', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestApp({
-      FLEETHUB_RATE_LIMIT_API_PER_MIN: '0',
-      FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '0',
-    });
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
+    ({ t, admin, org } = await orgScenario({
+      env: { FLEETHUB_RATE_LIMIT_API_PER_MIN: '0', FLEETHUB_RATE_LIMIT_AUTH_FAILURES_PER_MIN: '0' },
+    }));
     for (const role of ['view', 'manage'] as const) {
       members[role] = await t.fixtures.user();
       await t.fixtures.addMember(org, members[role], role);

@@ -2,20 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../src/common/validation/json-limits';
 import { DETAILS_MAX_DEPTH } from '../src/iroh/dto/iroh-fields';
 import type { TestUser } from './support/fixtures';
-import { createTestApp, type TestApp } from './support/test-app';
+import { detail, fieldError } from './support/contract-bodies';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 
-const TOO_DEEP = {
-  errors: {
-    detail: `request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
-  },
-};
-const TOO_MANY_VALUES = {
-  errors: {
-    detail:
-      `request body has too many values: at most ${MAX_JSON_VALUES} ` +
-      '(every object, array, string, number, boolean and null counts)',
-  },
-};
+const TOO_DEEP = detail(
+  `request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`,
+);
+const TOO_MANY_VALUES = detail(
+  `request body has too many values: at most ${MAX_JSON_VALUES} ` +
+    '(every object, array, string, number, boolean and null counts)',
+);
 
 /** `{"a":{"a":...1...}}`: `levels` objects inside one another. */
 const nestedObjects = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
@@ -33,10 +30,7 @@ describe('JSON bodies nested too deeply or holding too many values', () => {
   const product = 'limits';
 
   beforeAll(async () => {
-    t = await createTestApp();
-    owner = await t.fixtures.user();
-    org = await t.fixtures.org(owner);
-    await t.http().post(`/api/orgs/${org}/products`).set(owner.auth).send({ name: product }).expect(201);
+    ({ t, admin: owner, org } = await orgScenario({ product }));
   });
   afterAll(() => t.close());
 
@@ -178,14 +172,14 @@ describe('JSON bodies nested too deeply or holding too many values', () => {
       );
       expect({ status: deeper.status, body: deeper.body }).toEqual({
         status: 422,
-        body: { errors: { details: [`must be nested at most ${DETAILS_MAX_DEPTH} levels deep`] } },
+        body: fieldError('details', `must be nested at most ${DETAILS_MAX_DEPTH} levels deep`),
       });
       expect(await state()).toEqual(before);
     });
 
     it('over 4 KiB, as many keys or as one long string, is a 422 on details', async () => {
       const before = await state();
-      const tooLarge = { errors: { details: ['must be at most 4096 bytes when serialized'] } };
+      const tooLarge = fieldError('details', 'must be at most 4096 bytes when serialized');
       for (const details of [wideObject(3_000), `{"a":"${'x'.repeat(1_000_000 - 100)}"}`]) {
         const res = await post(
           `/api/orgs/${org}/iroh_endpoints`,
@@ -202,7 +196,7 @@ describe('JSON bodies nested too deeply or holding too many values', () => {
     const res = await post(`/api/orgs/${org}/products`, `{"name":"${'é'.repeat(500_000)}"}`);
     expect({ status: res.status, body: res.body }).toEqual({
       status: 422,
-      body: { errors: { name: ['should be at most 255 character(s)'] } },
+      body: fieldError('name', 'should be at most 255 character(s)'),
     });
     expect(await state()).toEqual(before);
   });

@@ -7,6 +7,7 @@ import { loadConfig } from '../src/config/config';
 import { Simulator, simulatedIrohKey } from '../src/cli/simulator';
 import { type RunningServer, startServer } from '../src/server';
 import { CapturedLog, type LogLine } from './support/captured-log';
+import { INTERNAL_ERROR } from './support/contract-bodies';
 import { Fixtures, type TestUser } from './support/fixtures';
 import { createTestDatabase } from './support/test-database';
 
@@ -135,7 +136,7 @@ describe('log output of the real server', () => {
 
     it('answers the generic body with a request id', () => {
       expect(response.status).toBe(500);
-      expect(response.body).toEqual({ errors: { detail: 'Internal server error' } });
+      expect(response.body).toEqual(INTERNAL_ERROR);
       expect(response.headers['x-request-id']).toEqual(expect.any(String));
     });
 

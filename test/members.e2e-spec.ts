@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { detail, fieldError, fieldErrors, NOT_FOUND } from './support/contract-bodies';
 
 describe('organization members', () => {
   let t: TestApp;
@@ -43,20 +43,20 @@ describe('organization members', () => {
       .set(admin.auth)
       .send({ email: 'ghost@example.com', role: 'view' });
     expect(unknown.status).toBe(422);
-    expect(unknown.body).toEqual({ errors: { email: ['does not belong to a registered user'] } });
+    expect(unknown.body).toEqual(fieldError('email', 'does not belong to a registered user'));
     const badRole = await t
       .http()
       .post(base)
       .set(admin.auth)
       .send({ email: member.user.email, role: 'bogus' });
     expect(badRole.status).toBe(422);
-    expect(badRole.body).toEqual({ errors: { role: ['is invalid'] } });
+    expect(badRole.body).toEqual(fieldError('role', 'is invalid'));
     const missing = await t.http().post(base).set(admin.auth).send({});
-    expect(missing.body).toEqual({ errors: { email: ["can't be blank"], role: ["can't be blank"] } });
+    expect(missing.body).toEqual(fieldErrors({ email: ["can't be blank"], role: ["can't be blank"] }));
     await t.http().post(base).set(admin.auth).send({ email: member.user.email, role: 'view' }).expect(201);
     const again = await t.http().post(base).set(admin.auth).send({ email: member.user.email, role: 'admin' });
     expect(again.status).toBe(422);
-    expect(again.body).toEqual({ errors: { email: ['is already a member'] } });
+    expect(again.body).toEqual(fieldError('email', 'is already a member'));
   });
 
   it('concurrent adds of one user: one 201, the rest 422', async () => {
@@ -101,7 +101,7 @@ describe('organization members', () => {
       .set(admin.auth)
       .send({ role: 'view' })
       .expect(409);
-    expect(demote.body).toEqual({ errors: { detail: expect.stringContaining('admin') } });
+    expect(demote.body).toEqual(detail(expect.stringContaining('admin')));
     await t.http().delete(`${base}/${admin.user.email}`).set(admin.auth).expect(409);
     const second = await t.fixtures.user();
     await t.fixtures.addMember(org, second, 'admin');

@@ -1,6 +1,7 @@
 import { MetricsService } from '../src/metrics/metrics.service';
 import type { TestUser } from './support/fixtures';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 
 /** The value of one sample line `name{labels} value` (labels as written, in order), or undefined. */
 function sample(text: string, series: string): number | undefined {
@@ -13,29 +14,17 @@ describe('GET /metrics', () => {
   let admin: TestUser;
   let org: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: 'p' }).expect(201);
+    ({ t, admin, org } = await orgScenario({ product: 'p' }));
+    await t.fixtures.devices(admin, org, 'p', ['m-1', 'm-2', 'm-3', 'm-4', 'm-5']);
+    // The connection status is what the device gateway records: no HTTP call sets it.
     await t.db.query(
-      `INSERT INTO devices (org_id, product_id, identifier, connection_status)
-       SELECT p.org_id, p.id, 'm-' || i, CASE WHEN i <= 3 THEN 'connected' ELSE 'disconnected' END::device_connection_status
-         FROM products p JOIN orgs o ON o.id = p.org_id, generate_series(1, 5) AS i
-        WHERE o.name = $1 AND p.name = 'p'`,
-      [org],
+      `UPDATE devices SET connection_status = CASE WHEN identifier <= 'm-3' THEN 'connected' ELSE 'disconnected' END::device_connection_status
+        WHERE identifier LIKE 'm-_'`,
     );
-    await t.db.query(
-      `INSERT INTO firmwares (product_id, uuid, version, version_sort_key, meta_product, platform, architecture,
-                              tool, size, sha256, chunk_sha256, storage_key)
-       SELECT p.id, gen_random_uuid(), '1.0.0', '1.0.0', p.name, 'rpi4', 'arm', 'fwup', 1, repeat('0', 64), '{}', 'k'
-         FROM products p JOIN orgs o ON o.id = p.org_id WHERE o.name = $1 AND p.name = 'p'`,
-      [org],
-    );
-    await t.db.query(
-      `INSERT INTO pending_updates (device_id, firmware_id)
-       SELECT d.id, f.id FROM devices d JOIN firmwares f ON f.product_id = d.product_id
-        WHERE d.identifier IN ('m-1', 'm-2') AND f.storage_key = 'k'`,
-    );
+    const { uuid } = await t.fixtures.firmware(admin, org, 'p', { version: '1.0.0' });
+    for (const device of ['m-1', 'm-2']) {
+      await t.http().post(`/api/devices/${device}/upgrade`).set(admin.auth).send({ uuid }).expect(204);
+    }
   });
   afterAll(() => t.close());
 

@@ -1,6 +1,14 @@
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { orgScenario } from './support/scenario';
+import {
+  detail,
+  fieldError,
+  fieldErrors,
+  FORBIDDEN,
+  NOT_FOUND,
+  UNAUTHORIZED,
+} from './support/contract-bodies';
 
 const DEFAULTS = {
   allow_unsigned_atomvm_firmware: false,
@@ -14,9 +22,7 @@ describe('products', () => {
   let admin: TestUser;
   let org: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
+    ({ t, admin, org } = await orgScenario());
   });
   afterAll(() => t.close());
 
@@ -60,7 +66,7 @@ describe('products', () => {
       ['x'.repeat(256), 'should be at most 255 character(s)'],
     ])('422 for name %p', async (name, message) => {
       const res = await create(name).expect(422);
-      expect(res.body).toEqual({ errors: { name: [message] } });
+      expect(res.body).toEqual(fieldError('name', message));
     });
 
     it('a name with an unpaired surrogate is a 422 and creates nothing (it could not be stored or linked)', async () => {
@@ -82,13 +88,13 @@ describe('products', () => {
 
     it('an empty body is a 422, not a 500', async () => {
       const res = await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).expect(422);
-      expect(res.body).toEqual({ errors: { name: ["can't be blank"] } });
+      expect(res.body).toEqual(fieldError('name', "can't be blank"));
     });
 
     it('a duplicate name is 422 "has already been taken"; names are case-sensitive', async () => {
       await create('dup').expect(201);
       const res = await create('dup').expect(422);
-      expect(res.body).toEqual({ errors: { name: ['has already been taken'] } });
+      expect(res.body).toEqual(fieldError('name', 'has already been taken'));
       await create('DUP').expect(201);
     });
 
@@ -108,7 +114,7 @@ describe('products', () => {
       const statuses = results.map((r) => r.status).sort();
       expect(statuses).toEqual([201, ...Array(9).fill(422)]);
       for (const r of results.filter((x) => x.status === 422)) {
-        expect(r.body).toEqual({ errors: { name: ['has already been taken'] } });
+        expect(r.body).toEqual(fieldError('name', 'has already been taken'));
       }
     });
 
@@ -172,12 +178,12 @@ describe('products', () => {
         color: 'red',
         allow_unsigned_atomvm_firmware: false,
       }).expect(422);
-      expect(res.body).toEqual({
-        errors: {
+      expect(res.body).toEqual(
+        fieldErrors({
           name: ['cannot be changed: a product cannot be renamed'],
           color: ['is not a product setting'],
-        },
-      });
+        }),
+      );
       const after = await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200);
       expect(after.body).toEqual(before.body);
     });
@@ -235,14 +241,9 @@ describe('products', () => {
 
     it('409 while the product still has devices', async () => {
       await create('busy').expect(201);
-      await t.db.query(
-        `INSERT INTO devices (org_id, product_id, identifier)
-         SELECT p.org_id, p.id, 'busy-device-1' FROM products p JOIN orgs o ON o.id = p.org_id
-          WHERE o.name = $1 AND p.name = 'busy'`,
-        [org],
-      );
+      await t.fixtures.device(admin, org, 'busy', 'busy-device-1');
       const res = await t.http().delete(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(409);
-      expect(res.body).toEqual({ errors: { detail: expect.stringContaining('devices') } });
+      expect(res.body).toEqual(detail(expect.stringContaining('devices')));
       await t.http().get(`/api/orgs/${org}/products/busy`).set(admin.auth).expect(200);
     });
   });
@@ -306,19 +307,14 @@ describe('products', () => {
     });
 
     it('no token: 401', async () => {
-      await t.http().get(`/api/orgs/${org}/products`).expect(401, { error: 'unauthorized' });
+      await t.http().get(`/api/orgs/${org}/products`).expect(401, UNAUTHORIZED);
     });
 
     it('a read-scoped admin token cannot write', async () => {
       const readToken = await t.fixtures.token(admin.user, { scope: 'read' });
       const auth = { Authorization: `Bearer ${readToken}` };
       await t.http().get(`/api/orgs/${org}/products`).set(auth).expect(200);
-      await t
-        .http()
-        .post(`/api/orgs/${org}/products`)
-        .set(auth)
-        .send({ name: 'ro' })
-        .expect(403, { error: 'forbidden' });
+      await t.http().post(`/api/orgs/${org}/products`).set(auth).send({ name: 'ro' }).expect(403, FORBIDDEN);
     });
   });
 });

@@ -3,6 +3,7 @@ import { RateLimitBucketsRepository } from '../src/common/http/rate-limit-bucket
 import { RateLimiter } from '../src/common/http/rate-limiter';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
+import { ANY_DETAIL, UNAUTHORIZED } from './support/contract-bodies';
 
 const BAD_TOKEN = 'Bearer nhu_notavalidtokenatall';
 
@@ -22,7 +23,7 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
 
   const expect429 = (res: { status: number; body: unknown; headers: Record<string, string> }) => {
     expect(res.status).toBe(429);
-    expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+    expect(res.body).toEqual(ANY_DETAIL);
     const retryAfter = Number(res.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
@@ -63,7 +64,7 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
     const fresh = await t.fixtures.user();
     expect429(await t.http().get('/api/orgs').set(fresh.auth));
     // Without a credential the answer stays 401.
-    await t.http().get('/api/orgs').expect(401, { error: 'unauthorized' });
+    await t.http().get('/api/orgs').expect(401, UNAUTHORIZED);
   });
 
   describe('RateLimiter', () => {

@@ -1,6 +1,7 @@
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { fieldError, NOT_FOUND } from './support/contract-bodies';
 
 describe('support scripts', () => {
   let t: TestApp;
@@ -8,10 +9,7 @@ describe('support scripts', () => {
   let org: string;
   let base: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user({ name: 'Script Author' });
-    org = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: 'p' }).expect(201);
+    ({ t, admin, org } = await orgScenario({ admin: { name: 'Script Author' }, product: 'p' }));
     base = `/api/orgs/${org}/products/p/scripts`;
   });
   afterAll(() => t.close());
@@ -76,12 +74,12 @@ describe('support scripts', () => {
   it('text up to 256 KiB is accepted, one byte more is refused', async () => {
     await create({ name: 'big', text: 'a'.repeat(256 * 1024) }).expect(201);
     const res = await create({ name: 'big', text: 'a'.repeat(256 * 1024 + 1) }).expect(422);
-    expect(res.body).toEqual({ errors: { text: ['should be at most 262144 byte(s)'] } });
+    expect(res.body).toEqual(fieldError('text', 'should be at most 262144 byte(s)'));
   });
 
   it('GET by id: 404 for ids that do not exist here or are not ids', async () => {
     const other = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${other}/products`).set(admin.auth).send({ name: 'p' }).expect(201);
+    await t.fixtures.product(admin, other, 'p');
     const foreign = await t
       .http()
       .post(`/api/orgs/${other}/products/p/scripts`)
@@ -102,7 +100,7 @@ describe('support scripts', () => {
   });
 
   it('lists with pagination, oldest first', async () => {
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: 'listing' }).expect(201);
+    await t.fixtures.product(admin, org, 'listing');
     const listBase = `/api/orgs/${org}/products/listing/scripts`;
     for (let i = 1; i <= 5; i++) {
       await t
@@ -142,7 +140,7 @@ describe('support scripts', () => {
       .patch(url)
       .set(admin.auth)
       .send({ name: '' })
-      .expect(422, { errors: { name: ["can't be blank"] } });
+      .expect(422, fieldError('name', "can't be blank"));
     await t.http().delete(url).set(admin.auth).expect(204);
     await t.http().get(url).set(admin.auth).expect(404, NOT_FOUND);
     await t.http().delete(url).set(admin.auth).expect(404, NOT_FOUND);

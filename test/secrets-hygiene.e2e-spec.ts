@@ -80,7 +80,7 @@ describe('secrets hygiene: nothing secret in the logs', () => {
     // Organization, product, shared secrets (product and device), signing key, device.
     const org = `hygiene-${Date.now()}`;
     await t.http().post('/api/orgs').set(ada.auth).send({ name: org }).expect(201);
-    await t.http().post(`/api/orgs/${org}/products`).set(ada.auth).send({ name: 'p' }).expect(201);
+    await t.fixtures.product(ada, org, 'p');
     await t
       .http()
       .post(`/api/orgs/${org}/products/p/devices`)

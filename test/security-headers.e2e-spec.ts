@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../src/config/config';
 import { CapturedLog } from './support/captured-log';
 import { createTestApp, type TestApp } from './support/test-app';
 import type { TestUser } from './support/fixtures';
+import { ANY_DETAIL, detail } from './support/contract-bodies';
 
 describe('security headers, CORS and request timeouts', () => {
   describe('defaults', () => {
@@ -41,14 +42,12 @@ describe('security headers, CORS and request timeouts', () => {
       expect(tooLong.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
       expect(tooLong).toContain('Content-Type: application/json; charset=utf-8');
       expect(tooLong).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
-      expect(JSON.parse(tooLong.split('\r\n\r\n')[1])).toEqual({
-        errors: { detail: 'the request line and headers are too large' },
-      });
+      expect(JSON.parse(tooLong.split('\r\n\r\n')[1])).toEqual(
+        detail('the request line and headers are too large'),
+      );
       const malformed = await raw('NOT HTTP AT ALL\r\n\r\n');
       expect(malformed.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
-      expect(JSON.parse(malformed.split('\r\n\r\n')[1])).toEqual({
-        errors: { detail: 'malformed HTTP request' },
-      });
+      expect(JSON.parse(malformed.split('\r\n\r\n')[1])).toEqual(detail('malformed HTTP request'));
     });
 
     it('error responses carry them too', async () => {
@@ -116,7 +115,7 @@ describe('security headers, CORS and request timeouts', () => {
 
     it('a call that takes too long answers 503 with the contract body', async () => {
       const org = await t.fixtures.org(ada);
-      await t.http().post(`/api/orgs/${org}/products`).set(ada.auth).send({ name: 'slow' }).expect(201);
+      await t.fixtures.product(ada, org, 'slow');
       const blocker = t.db.createQueryRunner();
       await blocker.connect();
       await blocker.startTransaction();
@@ -129,7 +128,7 @@ describe('security headers, CORS and request timeouts', () => {
           .set(ada.auth)
           .send({ require_unique_firmware_version: false });
         expect(res.status).toBe(503);
-        expect(res.body).toEqual({ errors: { detail: expect.any(String) } });
+        expect(res.body).toEqual(ANY_DETAIL);
         expect(res.headers['retry-after']).toBeDefined();
         expect(Date.now() - started).toBeLessThan(5000);
         // One line for the request, the timeout's (the completion line is not written as well).

@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 import type { TestUser } from './support/fixtures';
-import { NOT_FOUND } from './support/contract-bodies';
+import { fieldError, NOT_FOUND } from './support/contract-bodies';
 
 function fwupPublicKey(): string {
   const { publicKey } = generateKeyPairSync('ed25519');
@@ -14,9 +15,7 @@ describe('signing keys', () => {
   let org: string;
   let base: string;
   beforeAll(async () => {
-    t = await createTestApp();
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
+    ({ t, admin, org } = await orgScenario());
     base = `/api/orgs/${org}/keys`;
   });
   afterAll(() => t.close());
@@ -53,14 +52,14 @@ describe('signing keys', () => {
       .set(admin.auth)
       .send({ name: 'dup', key: fwupPublicKey() })
       .expect(422);
-    expect(dup.body).toEqual({ errors: { name: ['has already been taken'] } });
+    expect(dup.body).toEqual(fieldError('name', 'has already been taken'));
     const blank = await t
       .http()
       .post(base)
       .set(admin.auth)
       .send({ name: ' ', key: fwupPublicKey() })
       .expect(422);
-    expect(blank.body).toEqual({ errors: { name: ["can't be blank"] } });
+    expect(blank.body).toEqual(fieldError('name', "can't be blank"));
   });
 
   it('roles: view lists, manage cannot add or delete, outsiders 404', async () => {

@@ -7,7 +7,8 @@ import { Simulator, simulatedIrohKey } from '../src/cli/simulator';
 import { buildFw } from './support/fw-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
-import { createTestApp, type TestApp } from './support/test-app';
+import type { TestApp } from './support/test-app';
+import { orgScenario } from './support/scenario';
 
 async function eventually<T>(
   probe: () => Promise<T>,
@@ -41,11 +42,8 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
       });
     });
     url = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ FLEETHUB_PUBLIC_URL: url });
+    ({ t, admin, org } = await orgScenario({ env: { FLEETHUB_PUBLIC_URL: url }, product }));
     await t.app.listen(port, '127.0.0.1');
-    admin = await t.fixtures.user();
-    org = await t.fixtures.org(admin);
-    await t.http().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
     dir = await mkdtemp(join(tmpdir(), 'fleethub-sim-'));
   });
 
