@@ -384,7 +384,7 @@ describe('devices', () => {
 
     it('the firmware deleted meanwhile: 422 on uuid, nothing recorded', async () => {
       await create({ identifier: 'upg-race-fw' }).expect(201);
-      const uuid = await insertFirmware('p', '9.0.0');
+      const uuid = await uploadFirmware('p', '9.0.0');
       const res = await upgradeWhileDeleting(
         'upg-race-fw',
         uuid,
@@ -401,7 +401,7 @@ describe('devices', () => {
 
     it('the device deleted meanwhile: 404', async () => {
       await create({ identifier: 'upg-race-dev' }).expect(201);
-      const uuid = await insertFirmware('p', '9.0.1');
+      const uuid = await uploadFirmware('p', '9.0.1');
       const res = await upgradeWhileDeleting(
         'upg-race-dev',
         uuid,
