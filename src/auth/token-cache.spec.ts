@@ -28,6 +28,11 @@ class FakeBus {
   async publish(channel: string, payload: string, tx: unknown): Promise<void> {
     this.published.push({ channel, payload, tx });
   }
+  /** The listeners the transaction sees (the fake transactions below answer them). */
+  async listenerPids(tx: EntityManager): Promise<number[]> {
+    const rows: { pid: number }[] = await tx.query('listeners');
+    return rows.map((row) => row.pid);
+  }
   deliver(message: unknown): void {
     this.handler!(JSON.stringify(message));
   }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { EntityManager } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
-import { BUS_APPLICATION_NAME, InstanceBus } from '../instance-bus/instance-bus';
+import { InstanceBus } from '../instance-bus/instance-bus';
 
 /** Token revocations, and every listener's answer that it has evicted the tokens. */
 export const TOKENS_CHANNEL = 'fleethub_tokens';
@@ -41,11 +41,7 @@ export class PendingRevocation {
 
   /** NOTIFYs every instance inside `tx` (delivered when it commits) and notes which listeners must answer. */
   async publish(tx: EntityManager, tokenIds: string[]): Promise<void> {
-    const rows: { pid: number }[] = await tx.query(
-      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
-      [BUS_APPLICATION_NAME],
-    );
-    this.listeners = rows.map((row) => row.pid);
+    this.listeners = await this.bus.listenerPids(tx);
     const message: TokenMessage = { kind: 'revoked', revocation: this.id, tokens: tokenIds };
     await this.bus.publish(TOKENS_CHANNEL, JSON.stringify(message), tx);
   }

@@ -93,6 +93,15 @@ export class InstanceBus implements OnModuleInit, OnApplicationShutdown {
     return this.client ? this.pid : null;
   }
 
+  /** The backend pids of every instance's listening connection (this one's included), as `tx` sees them. */
+  async listenerPids(tx?: EntityManager): Promise<number[]> {
+    const rows: { pid: number }[] = await (tx ?? this.db).query(
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+      [BUS_APPLICATION_NAME],
+    );
+    return rows.map((row) => row.pid);
+  }
+
   /** Delivers `payload` to every instance (this one included): at once, or when `tx` commits. */
   async publish(channel: string, payload: string, tx?: EntityManager): Promise<void> {
     checkPayload(payload);
