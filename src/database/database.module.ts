@@ -1,11 +1,13 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DatabasePool } from './database-pool';
 import { dataSourceOptions } from './data-source-options';
 import { Transactions } from './transactions';
 
 /**
- * The TypeORM connection and `Transactions`, global. Only repositories (one per aggregate, `*.repository.ts`) and
- * this module touch the DataSource; services call repositories and open transactions with `Transactions.run`.
+ * The TypeORM connection, `Transactions` and `DatabasePool`, global. Only repositories (one per aggregate,
+ * `*.repository.ts`) and src/database/ touch the DataSource; services call repositories and open transactions with
+ * `Transactions.run`.
  */
 @Global()
 @Module({})
@@ -15,8 +17,8 @@ export class DatabaseModule {
     return {
       module: DatabaseModule,
       imports: [TypeOrmModule.forRoot({ ...dataSourceOptions(databaseUrl, { poolSize }), retryAttempts: 0 })],
-      providers: [Transactions],
-      exports: [Transactions],
+      providers: [Transactions, DatabasePool],
+      exports: [Transactions, DatabasePool],
     };
   }
 }

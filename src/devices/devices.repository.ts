@@ -3,9 +3,19 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
+import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from '../firmware/pending-update-view';
 import { deviceCountSql, type DeviceListQuery, deviceListSql, devicePageSql } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow } from './device-view';
-import { Device } from './device.entity';
+import { Device, type FirmwareMetadata } from './device.entity';
+
+/** What a `device` channel join answers with: the org's fwup public keys (when asked) and the pending update. */
+export interface DeviceJoin {
+  keys: string[] | null;
+  pending: PendingUpdateRow | null;
+}
+
+/** Characters of a reported version or platform stored in their (indexed) columns. */
+const MAX_INDEXED_VALUE = 255;
 
 export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled'>>;
 
@@ -87,5 +97,132 @@ export class DevicesRepository {
   async delete(productId: string, identifier: string, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Device).delete({ productId, identifier });
     return Boolean(result.affected);
+  }
+
+  /**
+   * A device's `device` channel join in one statement: stores the metadata (unchanged when the join names no
+   * firmware), marks the device connected on `instanceId`, and reads what the join answers with: the org's fwup
+   * public keys (when `withKeys`) and the device's pending update. Null when the device no longer exists.
+   */
+  async recordJoin(
+    device: { deviceId: string; orgId: string },
+    metadata: FirmwareMetadata | null,
+    instanceId: string,
+    withKeys: boolean,
+  ): Promise<DeviceJoin | null> {
+    const rows = await this.db.query<(Partial<PendingUpdateRow> & { keys: string[] | null })[]>(
+      `WITH joined AS (
+         UPDATE devices SET
+           firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
+           firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
+           firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
+           connection_status = 'connected', connected_instance_id = $6, last_communication = now()
+         WHERE id = $1 RETURNING id
+       )
+       SELECT CASE WHEN $8::boolean
+                THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
+              ${PENDING_UPDATE_COLUMNS}
+         FROM joined
+         LEFT JOIN pending_updates pu ON pu.device_id = joined.id
+         LEFT JOIN firmwares f ON f.id = pu.firmware_id
+         LEFT JOIN products p ON p.id = f.product_id`,
+      [
+        device.deviceId,
+        metadata !== null,
+        metadata === null ? null : JSON.stringify(metadata),
+        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
+        instanceId,
+        device.orgId,
+        withKeys,
+      ],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const { keys, ...pending } = row;
+    return {
+      keys: withKeys ? (keys ?? []) : null,
+      pending: pending.firmware_id ? (pending as PendingUpdateRow) : null,
+    };
+  }
+
+  /** The instance holding the device's socket according to the database, or null when not connected. */
+  async findHolder(deviceId: string): Promise<string | null> {
+    const [row] = await this.db.query<{ connected_instance_id: string | null }[]>(
+      `SELECT connected_instance_id FROM devices WHERE id = $1 AND connection_status = 'connected'`,
+      [deviceId],
+    );
+    return row?.connected_instance_id ?? null;
+  }
+
+  /** The device is connected on `instanceId` (activity now). */
+  async markConnected(deviceId: string, instanceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2, last_communication = now()
+        WHERE id = $1`,
+      [deviceId, instanceId],
+    );
+  }
+
+  /**
+   * The devices among `ids` still held by `instanceId` are disconnected (activity now). Rows are locked in id
+   * order, as `recordActivity` locks them, so that the two never deadlock.
+   */
+  async markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE devices d
+              SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
+             FROM (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2
+                    ORDER BY id FOR UPDATE) AS leaving
+            WHERE d.id = leaving.id`,
+      [ids, instanceId],
+    );
+  }
+
+  /** Writes `last_communication` of the devices among `ids` still held by `instanceId` (rows locked in id order). */
+  async recordActivity(ids: readonly string[], ats: readonly string[], instanceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE devices d SET last_communication = v.at
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at),
+              (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $3
+                ORDER BY id FOR UPDATE) AS held
+        WHERE d.id = v.id AND d.id = held.id`,
+      [ids, ats, instanceId],
+    );
+  }
+
+  /** Every device held by `instanceId` becomes disconnected. */
+  async disconnectAllHeldBy(instanceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+        WHERE connected_instance_id = $1`,
+      [instanceId],
+    );
+  }
+
+  /** The devices `ids` are connected on `instanceId` again (its instance row had been reaped). */
+  async markConnectedAgain(ids: readonly string[], instanceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2
+            WHERE id = ANY($1::bigint[])`,
+      [ids, instanceId],
+    );
+  }
+
+  /** Devices held by gateway instances whose lease ran out become disconnected; answers how many. */
+  async disconnectFromExpiredInstances(tx: Queryable = this.db): Promise<number> {
+    const reaped = await tx.query<[unknown[], number]>(
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+          WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())`,
+    );
+    return Array.isArray(reaped) && typeof reaped[1] === 'number' ? reaped[1] : 0;
+  }
+
+  /** How many devices are connected. */
+  async countConnected(): Promise<number> {
+    const rows: { n: string }[] = await this.db.query(
+      `SELECT count(*) AS n FROM devices WHERE connection_status = 'connected'`,
+    );
+    return Number(rows[0].n);
   }
 }

@@ -1,11 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
 import { FirmwaresRepository } from './firmwares.repository';
+import type { PendingUpdateRow } from './pending-update-view';
+
+export type { PendingUpdateRow } from './pending-update-view';
 import { type PendingUpdateTarget, PendingUpdatesRepository } from './pending-updates.repository';
 
 /**
  * What other features ask of the firmware records: products delete their firmware with them, devices look a
- * firmware up and record an upgrade. Apart from FirmwareService (which needs ProductsService), so that the
+ * firmware up and record an upgrade, the device gateway delivers updates and follows their progress, serves
+ * firmware files and the metrics count pending updates. Apart from FirmwareService (which needs ProductsService), so that the
  * products feature can use it without a module cycle.
  */
 @Injectable()
@@ -33,5 +37,45 @@ export class FirmwareRecordsService {
   /** Which row `requestUpdate` failed on because a concurrent transaction deleted it, if that is what `err` says. */
   deletedUpdateTarget(err: unknown): PendingUpdateTarget | undefined {
     return this.pendingUpdates.deletedTarget(err);
+  }
+
+  /** Where the file of firmware `firmwareId` is stored, provided its uuid is `uuid`. */
+  findStorageKey(firmwareId: string, uuid: string): Promise<string | undefined> {
+    return this.firmwares.findStorageKey(firmwareId, uuid);
+  }
+
+  /** The device's pending update, with what the `update` message needs; null when there is none. */
+  pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
+    return this.pendingUpdates.findForDelivery(deviceId);
+  }
+
+  /** The update to `firmwareId` was sent to the device. */
+  markUpdateDelivered(deviceId: string, firmwareId: string): Promise<void> {
+    return this.pendingUpdates.markDelivered(deviceId, firmwareId);
+  }
+
+  /** The device runs `firmwareId`: its update to it is complete (the row goes). */
+  completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
+    return this.pendingUpdates.deleteForFirmware(deviceId, firmwareId);
+  }
+
+  /** The device's delivered update failed or was ignored (the row goes); answers whether there was one. */
+  async endDeliveredUpdate(deviceId: string): Promise<boolean> {
+    return (await this.pendingUpdates.deleteDelivered(deviceId)) > 0;
+  }
+
+  /** The device's delivered update goes back in the queue, for its next connection. */
+  rescheduleDeliveredUpdate(deviceId: string): Promise<void> {
+    return this.pendingUpdates.rescheduleDelivered(deviceId);
+  }
+
+  /** Records the status and, when given, the progress percentage of the device's delivered update. */
+  recordUpdateProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
+    return this.pendingUpdates.recordProgress(deviceId, status, progress);
+  }
+
+  /** How many manual upgrades are recorded and not yet completed. */
+  countPendingUpdates(): Promise<number> {
+    return this.pendingUpdates.count();
   }
 }

@@ -31,6 +31,15 @@ export class FirmwaresRepository {
     return rows[0]?.id;
   }
 
+  /** Where the file of firmware `id` is stored, provided its uuid is `uuid`. */
+  async findStorageKey(id: string, uuid: string): Promise<string | undefined> {
+    const [firmware] = await this.db.query<{ storage_key: string }[]>(
+      `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
+      [id, uuid],
+    );
+    return firmware?.storage_key;
+  }
+
   /** Serialises uploads to one product until the transaction ends ("already taken" checks cannot race). */
   async lockProductUploads(productId: string, tx: Queryable): Promise<void> {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('firmware'), hashtext($1))`, [productId]);

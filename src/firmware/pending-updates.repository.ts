@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { isForeignKeyViolation, pgError } from '../common/errors/postgres-errors';
 import type { Queryable } from '../database/transactions';
+import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from './pending-update-view';
 
 /** The rows a pending update refers to. */
 export type PendingUpdateTarget = 'device' | 'firmware' | 'requester';
@@ -37,5 +38,67 @@ export class PendingUpdatesRepository {
   deletedTarget(err: unknown): PendingUpdateTarget | undefined {
     if (!isForeignKeyViolation(err)) return undefined;
     return TARGET_BY_CONSTRAINT[pgError(err)?.constraint ?? ''] ?? 'device';
+  }
+
+  /** The device's pending update with its firmware and product, as the `update` message needs it. */
+  async findForDelivery(deviceId: string): Promise<PendingUpdateRow | null> {
+    const [row] = await this.db.query<PendingUpdateRow[]>(
+      `SELECT ${PENDING_UPDATE_COLUMNS}
+         FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
+        WHERE pu.device_id = $1`,
+      [deviceId],
+    );
+    return row ?? null;
+  }
+
+  /** The update to `firmwareId` was sent to the device: delivered now, its status and progress reset. */
+  async markDelivered(deviceId: string, firmwareId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
+        WHERE device_id = $1 AND firmware_id = $2`,
+      [deviceId, firmwareId],
+    );
+  }
+
+  /** Deletes the device's pending update to `firmwareId` (the device runs it). */
+  async deleteForFirmware(deviceId: string, firmwareId: string): Promise<void> {
+    await this.db.query(`DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2`, [
+      deviceId,
+      firmwareId,
+    ]);
+  }
+
+  /** Deletes the device's delivered update; answers how many rows went (0 or 1). */
+  async deleteDelivered(deviceId: string): Promise<number> {
+    const deleted = await this.db.query<[unknown[], number]>(
+      `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+      [deviceId],
+    );
+    return deleted[1];
+  }
+
+  /** Puts the device's delivered update back in the queue, status `rescheduled`. */
+  async rescheduleDelivered(deviceId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE pending_updates SET delivered_at = NULL, status = 'rescheduled', progress = NULL,
+                status_updated_at = now()
+          WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+      [deviceId],
+    );
+  }
+
+  /** Records the status and, when given, the progress percentage of the device's delivered update. */
+  async recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
+    await this.db.query(
+      `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
+        WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+      [deviceId, status, progress],
+    );
+  }
+
+  /** How many pending updates there are. */
+  async count(): Promise<number> {
+    const rows: { n: string }[] = await this.db.query(`SELECT count(*) AS n FROM pending_updates`);
+    return Number(rows[0].n);
   }
 }

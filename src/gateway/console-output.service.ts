@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { isoOrNull } from '../common/values';
+import { ConsoleOutputRepository } from './console-output.repository';
 
 /** The console output kept per device: the last 64 Ki characters. */
 export const CONSOLE_OUTPUT_LIMIT = 64 * 1024;
@@ -16,14 +15,11 @@ export class ConsoleOutputService {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(private readonly outputs: ConsoleOutputRepository) {}
 
   async show(deviceId: string): Promise<{ data: { output: string; updated_at: string | null } }> {
     await this.flush();
-    const [row] = await this.db.query<{ output: string; updated_at: Date }[]>(
-      `SELECT output, updated_at FROM device_console_output WHERE device_id = $1`,
-      [deviceId],
-    );
+    const row = await this.outputs.findByDevice(deviceId);
     return { data: { output: row?.output ?? '', updated_at: isoOrNull(row?.updated_at ?? null) } };
   }
 
@@ -53,13 +49,10 @@ export class ConsoleOutputService {
     this.writing = (async () => {
       await previous.catch(() => undefined);
       if (batch.length === 0) return;
-      await this.db.query(
-        `INSERT INTO device_console_output AS o (device_id, output, updated_at)
-         SELECT v.id, right(v.data, $3), now() FROM unnest($1::bigint[], $2::text[]) AS v(id, data)
-             WHERE EXISTS (SELECT 1 FROM devices d WHERE d.id = v.id)
-         ON CONFLICT (device_id) DO UPDATE
-           SET output = right(o.output || EXCLUDED.output, $3), updated_at = now()`,
-        [batch.map(([id]) => id), batch.map(([, data]) => data), CONSOLE_OUTPUT_LIMIT],
+      await this.outputs.append(
+        batch.map(([id]) => id),
+        batch.map(([, data]) => data),
+        CONSOLE_OUTPUT_LIMIT,
       );
     })();
     await this.writing;

@@ -8,6 +8,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
+import { DatabasePool } from '../database/database-pool';
 import { type AuthenticatedDevice, DeviceAuthenticator } from '../device-auth/device-authenticator';
 import { MetricsService } from '../metrics/metrics.service';
 import { Admission, AdmissionRefused } from './admission';
@@ -16,7 +17,6 @@ import { DeviceChannel } from './channels/device';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceConnection, GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
-import { DeviceLinkService } from './device-link.service';
 import { DeviceRelay } from './device-relay';
 import { decodeFrame } from './phoenix-frames';
 import { PresenceService } from './presence.service';
@@ -72,7 +72,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     private readonly deviceChannel: DeviceChannel,
     private readonly relay: DeviceRelay,
     private readonly presence: PresenceService,
-    private readonly link: DeviceLinkService,
+    private readonly pool: DatabasePool,
     private readonly consoleOutput: ConsoleOutputService,
     private readonly admission: Admission,
     private readonly metrics: MetricsService,
@@ -100,7 +100,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     });
     this.relay.start();
     await this.presence.start(this.instanceId, () => this.joinedDevices());
-    await this.link.openConnections(CONNECT_CONCURRENCY);
+    await this.pool.openConnections(CONNECT_CONCURRENCY);
     server.on('upgrade', this.onUpgrade);
     this.idleTimer = setInterval(() => this.dropIdle(), 30_000);
     this.idleTimer.unref();

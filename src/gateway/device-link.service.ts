@@ -1,16 +1,20 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { AuthenticatedDevice } from '../device-auth/device-authenticator';
-import type { FirmwareMetadata } from '../devices/device.entity';
+import {
+  type DeviceJoin,
+  DeviceRecordsService,
+  type FirmwareMetadata,
+} from '../devices/device-records.service';
 import { chipPlatform } from '../firmware/esp-idf/esp-app-image';
 import { uuidFromDigest } from '../firmware/formats/firmware-uuid';
 import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
-import type { FirmwareTool } from '../firmware/formats/detect-format';
+import { FirmwareRecordsService, type PendingUpdateRow } from '../firmware/firmware-records.service';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
 import { IrohClaimsService } from '../iroh/iroh-claims.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
+
+export type { PendingUpdateRow } from '../firmware/firmware-records.service';
 
 /** Join key → stored `firmware_metadata` field (device-protocol.md 3.1). */
 export const JOIN_METADATA_KEYS: Readonly<Record<string, string>> = {
@@ -27,7 +31,6 @@ export const JOIN_METADATA_KEYS: Readonly<Record<string, string>> = {
 };
 
 const MAX_METADATA_VALUE = 1024;
-const MAX_INDEXED_VALUE = 255;
 
 /**
  * A join string value as stored (in jsonb): NULs dropped, unpaired surrogates replaced by U+FFFD (jsonb refuses
@@ -138,32 +141,6 @@ export function metadataFromJoin(params: Record<string, unknown>): FirmwareMetad
   }
 }
 
-/** The pending manual upgrade of a device, with what the `update` message needs. */
-export interface PendingUpdateRow {
-  firmware_id: string;
-  delivered_at: Date | null;
-  uuid: string;
-  version: string;
-  platform: string;
-  architecture: string;
-  author: string | null;
-  description: string | null;
-  misc: string | null;
-  vcs_identifier: string | null;
-  size: string;
-  sha256: string;
-  chunk_sha256: string[];
-  tool: FirmwareTool;
-  product_name: string;
-}
-
-/**
- * The columns of a PendingUpdateRow (`pu` pending_updates, `f` firmwares, `p` products), shared by the join and
- * the pending update read.
- */
-const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name`;
-
 /** The `update` payload with NervesHub's keys (device-protocol.md 3.2, 7.1); a manual push has no deployment. */
 export function updatePayload(row: PendingUpdateRow, firmwareUrl: string): Record<string, unknown> {
   return {
@@ -212,95 +189,41 @@ export class DeviceLinkService {
   private readonly logger = new Logger(DeviceLinkService.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly devices: DeviceRecordsService,
     private readonly iroh: IrohClaimsService,
     @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
+    private readonly firmwares: FirmwareRecordsService,
   ) {}
-
-  /**
-   * Opens `count` pool connections now (they stay while in use, and idle for the pool's idle timeout). A server
-   * that starts into a reconnect storm would otherwise open them under that load, where a connection that takes
-   * longer than the pool's connect timeout to establish fails the handshake that asked for it.
-   */
-  async openConnections(count: number): Promise<void> {
-    await Promise.all(Array.from({ length: count }, () => this.db.query('SELECT 1')));
-  }
 
   /**
    * A device's `device` channel join in one statement: stores the metadata (unchanged when the join names no
    * firmware), marks the device connected on `instanceId`, and reads what the join answers with: the org's fwup
    * public keys (when `withKeys`) and the device's pending update. Null when the device no longer exists.
    */
-  async joinDevice(
+  joinDevice(
     device: { deviceId: string; orgId: string },
     metadata: FirmwareMetadata | null,
     instanceId: string,
     withKeys: boolean,
-  ): Promise<{ keys: string[] | null; pending: PendingUpdateRow | null } | null> {
-    const rows = await this.db.query<(Partial<PendingUpdateRow> & { keys: string[] | null })[]>(
-      `WITH joined AS (
-         UPDATE devices SET
-           firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
-           firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
-           firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
-           connection_status = 'connected', connected_instance_id = $6, last_communication = now()
-         WHERE id = $1 RETURNING id
-       )
-       SELECT CASE WHEN $8::boolean
-                THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
-              ${PENDING_UPDATE_COLUMNS}
-         FROM joined
-         LEFT JOIN pending_updates pu ON pu.device_id = joined.id
-         LEFT JOIN firmwares f ON f.id = pu.firmware_id
-         LEFT JOIN products p ON p.id = f.product_id`,
-      [
-        device.deviceId,
-        metadata !== null,
-        metadata === null ? null : JSON.stringify(metadata),
-        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        instanceId,
-        device.orgId,
-        withKeys,
-      ],
-    );
-    const row = rows[0];
-    if (!row) return null;
-    const { keys, ...pending } = row;
-    return {
-      keys: withKeys ? (keys ?? []) : null,
-      pending: pending.firmware_id ? (pending as PendingUpdateRow) : null,
-    };
+  ): Promise<DeviceJoin | null> {
+    return this.devices.recordJoin(device, metadata, instanceId, withKeys);
   }
 
-  async pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
-    const [row] = await this.db.query<PendingUpdateRow[]>(
-      `SELECT ${PENDING_UPDATE_COLUMNS}
-         FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
-        WHERE pu.device_id = $1`,
-      [deviceId],
-    );
-    return row ?? null;
+  pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
+    return this.firmwares.pendingUpdate(deviceId);
   }
 
   firmwareUrl(row: PendingUpdateRow): string {
     return this.links.url(row.firmware_id, `${row.uuid}${FILE_EXTENSIONS[row.tool]}`);
   }
 
-  async markDelivered(deviceId: string, firmwareId: string): Promise<void> {
-    await this.db.query(
-      `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
-        WHERE device_id = $1 AND firmware_id = $2`,
-      [deviceId, firmwareId],
-    );
+  markDelivered(deviceId: string, firmwareId: string): Promise<void> {
+    return this.firmwares.markUpdateDelivered(deviceId, firmwareId);
   }
 
   /** The device runs the target firmware: the update is complete. */
   async completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
-    await this.db.query(`DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2`, [
-      deviceId,
-      firmwareId,
-    ]);
+    await this.firmwares.completeUpdate(deviceId, firmwareId);
     this.logger.log(`device ${deviceId} completed its update`);
   }
 
@@ -313,41 +236,25 @@ export class DeviceLinkService {
     if (status === null) return;
     if (status === 'failed' || status === 'ignored') {
       const reason = typeof payload.reason === 'string' ? payload.reason.slice(0, 500) : '';
-      const deleted = await this.db.query<[unknown[], number]>(
-        `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL`,
-        [deviceId],
-      );
-      if (deleted[1] > 0) this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
+      if (await this.firmwares.endDeliveredUpdate(deviceId))
+        this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
       return;
     }
     if (status === 'rescheduled') {
-      await this.db.query(
-        `UPDATE pending_updates SET delivered_at = NULL, status = 'rescheduled', progress = NULL,
-                status_updated_at = now()
-          WHERE device_id = $1 AND delivered_at IS NOT NULL`,
-        [deviceId],
-      );
+      await this.firmwares.rescheduleDeliveredUpdate(deviceId);
       return;
     }
     await this.recordProgress(deviceId, status, null);
   }
 
   /** Records the status and, when given, the progress percentage of the delivered update. */
-  async recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
-    await this.db.query(
-      `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
-        WHERE device_id = $1 AND delivered_at IS NOT NULL`,
-      [deviceId, status, progress],
-    );
+  recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
+    return this.firmwares.recordUpdateProgress(deviceId, status, progress);
   }
 
   /** The instance holding the device's socket according to the database, or null when not connected. */
-  async holder(deviceId: string): Promise<string | null> {
-    const [row] = await this.db.query<{ connected_instance_id: string | null }[]>(
-      `SELECT connected_instance_id FROM devices WHERE id = $1 AND connection_status = 'connected'`,
-      [deviceId],
-    );
-    return row?.connected_instance_id ?? null;
+  holder(deviceId: string): Promise<string | null> {
+    return this.devices.holder(deviceId);
   }
 
   /** `network_identity:report`: iroh entries go to the iroh claim rules; a malformed report is ignored. */

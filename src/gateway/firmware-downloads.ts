@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Readable } from 'node:stream';
-import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
+import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import { DownloadLinkSigner, downloadPath } from './download-links';
 
@@ -56,7 +55,7 @@ export interface FirmwareDownloadRequest {
 @Injectable()
 export class FirmwareDownloads {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly firmwares: FirmwareRecordsService,
     private readonly storage: FirmwareStorage,
     @Inject(LINK_SIGNER) private readonly signer: DownloadLinkSigner,
   ) {}
@@ -68,14 +67,11 @@ export class FirmwareDownloads {
     if (!this.signer.verify(downloadPath(firmwareId, file), request.expires, request.signature)) {
       throw new DomainError(ErrorCode.INVALID_DOWNLOAD_LINK, 'invalid or expired download link');
     }
-    const [firmware] = await this.db.query<{ storage_key: string }[]>(
-      `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
-      [firmwareId, uuid],
-    );
-    if (!firmware) throw DomainError.notFound();
+    const storageKey = await this.firmwares.findStorageKey(firmwareId, uuid);
+    if (storageKey === undefined) throw DomainError.notFound();
     let size: number;
     try {
-      size = await this.storage.size(firmware.storage_key);
+      size = await this.storage.size(storageKey);
     } catch {
       throw DomainError.notFound();
     }
@@ -98,6 +94,6 @@ export class FirmwareDownloads {
     }
     const status = range ? 206 : 200;
     if (request.headOnly || size === 0) return { status, headers, body: null };
-    return { status, headers, body: await this.storage.read(firmware.storage_key, range ?? undefined) };
+    return { status, headers, body: await this.storage.read(storageKey, range ?? undefined) };
   }
 }

@@ -3,9 +3,11 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareModule } from '../firmware/firmware.module';
 import { InstanceBusModule } from '../instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
+import { ConsoleOutputRepository } from './console-output.repository';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, PgDeviceBus } from './device-bus';
 import { DeviceConnections } from './device-connections';
@@ -20,6 +22,7 @@ import { DeviceRelay } from './device-relay';
 import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
+import { GatewayInstancesRepository } from './gateway-instances.repository';
 import { GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
 import { PresenceService } from './presence.service';
 
@@ -28,7 +31,7 @@ import { PresenceService } from './presence.service';
  * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
  */
 @Module({
-  imports: [DeviceAuthModule, FirmwareModule, InstanceBusModule, IrohModule],
+  imports: [DeviceAuthModule, DeviceRecordsModule, FirmwareModule, InstanceBusModule, IrohModule],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
     {
@@ -44,7 +47,9 @@ import { PresenceService } from './presence.service';
       useFactory: () => new Admission(CONNECT_CONCURRENCY, { maxHandshakeWaitMs: HANDSHAKE_MAX_WAIT_MS }),
     },
     { provide: DeviceBus, useClass: PgDeviceBus },
+    GatewayInstancesRepository,
     PresenceService,
+    ConsoleOutputRepository,
     ConsoleOutputService,
     DeviceLinkService,
     FirmwareDownloads,

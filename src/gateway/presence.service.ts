@@ -1,8 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
-import { DataSource } from 'typeorm';
 import { isRetryableConflict } from '../common/errors/postgres-errors';
+import { Transactions } from '../database/transactions';
+import { DeviceRecordsService } from '../devices/device-records.service';
+import { GatewayInstancesRepository } from './gateway-instances.repository';
 
 /** How long an instance's lease lasts; it is renewed every LEASE_RENEW_MS. */
 export const LEASE_MS = 30_000;
@@ -38,7 +39,11 @@ export class PresenceService {
   private instanceId = '';
   private localDevices: () => string[] = () => [];
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    private readonly devices: DeviceRecordsService,
+    private readonly instances: GatewayInstancesRepository,
+    private readonly transactions: Transactions,
+  ) {}
 
   /** Registers the instance and starts the lease, reaper and flush timers. */
   async start(instanceId: string, localDevices: () => string[]): Promise<void> {
@@ -69,23 +74,15 @@ export class PresenceService {
     // What these fail to write, the statement after them writes: every device held here becomes disconnected.
     await this.flushDisconnected().catch(() => undefined);
     await this.flush().catch(() => undefined);
-    await this.db.query(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
-        WHERE connected_instance_id = $1`,
-      [this.instanceId],
-    );
-    await this.db.query(`DELETE FROM gateway_instances WHERE id = $1`, [this.instanceId]);
+    await this.devices.disconnectAllHeldBy(this.instanceId);
+    await this.instances.delete(this.instanceId);
   }
 
   /** The device joined its `device` channel on this instance. */
   async connected(deviceId: string): Promise<void> {
     this.dirty.delete(deviceId);
     this.written.set(deviceId, Date.now());
-    await this.db.query(
-      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2, last_communication = now()
-        WHERE id = $1`,
-      [deviceId, this.instanceId],
-    );
+    await this.devices.markConnected(deviceId, this.instanceId);
   }
 
   /**
@@ -127,14 +124,7 @@ export class PresenceService {
       const batch = ids.slice(i, i + DISCONNECT_BATCH);
       try {
         // Rows are locked in id order, as the activity flush locks them, so that the two never deadlock.
-        await this.write(
-          `UPDATE devices d
-              SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
-             FROM (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2
-                    ORDER BY id FOR UPDATE) AS leaving
-            WHERE d.id = leaving.id`,
-          [batch, this.instanceId],
-        );
+        await this.write(() => this.devices.markDisconnected(batch, this.instanceId));
       } catch (err) {
         for (const id of ids.slice(i)) if (!this.written.has(id)) this.leaving.add(id);
         if (this.leaving.size > 0) void this.disconnectedAgain();
@@ -160,10 +150,10 @@ export class PresenceService {
    * One statement, run again when PostgreSQL aborted it to break a deadlock or a serialization conflict (another
    * instance's reaper or flush over the same rows): the work is idempotent.
    */
-  private async write(sql: string, params: unknown[]): Promise<void> {
+  private async write(statement: () => Promise<void>): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.db.query(sql, params);
+        await statement();
         return;
       } catch (err) {
         if (!isRetryableConflict(err) || attempt >= WRITE_ATTEMPTS) throw err;
@@ -186,14 +176,9 @@ export class PresenceService {
     const entries = [...this.dirty.entries()];
     this.dirty.clear();
     for (const [deviceId, at] of entries) this.written.set(deviceId, at.getTime());
-    await this.write(
-      `UPDATE devices d SET last_communication = v.at
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at),
-              (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $3
-                ORDER BY id FOR UPDATE) AS held
-        WHERE d.id = v.id AND d.id = held.id`,
-      [entries.map(([id]) => id), entries.map(([, at]) => at.toISOString()), this.instanceId],
-    );
+    const ids = entries.map(([id]) => id);
+    const ats = entries.map(([, at]) => at.toISOString());
+    await this.write(() => this.devices.recordActivity(ids, ats, this.instanceId));
   }
 
   /**
@@ -201,34 +186,23 @@ export class PresenceService {
    * created again and the devices still connected here are marked connected again.
    */
   async renewLease(): Promise<void> {
-    const [row] = await this.db.query<{ inserted: boolean }[]>(
-      `INSERT INTO gateway_instances (id, hostname, lease_until)
-       VALUES ($1, $2, now() + make_interval(secs => $3))
-       ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
-       RETURNING (xmax = 0) AS inserted`,
-      [this.instanceId, hostname().slice(0, 255), LEASE_MS / 1000],
+    const inserted = await this.instances.renewLease(
+      this.instanceId,
+      hostname().slice(0, 255),
+      LEASE_MS / 1000,
     );
-    if (row?.inserted) {
+    if (inserted) {
       const devices = this.localDevices();
-      if (devices.length > 0) {
-        await this.db.query(
-          `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2
-            WHERE id = ANY($1::bigint[])`,
-          [devices, this.instanceId],
-        );
-      }
+      if (devices.length > 0) await this.devices.markConnectedAgain(devices, this.instanceId);
     }
   }
 
   /** Devices held by instances whose lease ran out become disconnected; those instance rows go. */
   async reap(): Promise<number> {
-    return this.db.transaction(async (tx) => {
-      const reaped = await tx.query<[unknown[], number]>(
-        `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
-          WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())`,
-      );
-      await tx.query(`DELETE FROM gateway_instances WHERE lease_until < now()`);
-      return Array.isArray(reaped) && typeof reaped[1] === 'number' ? reaped[1] : 0;
+    return this.transactions.run(async (tx) => {
+      const reaped = await this.devices.disconnectFromExpiredInstances(tx);
+      await this.instances.deleteExpired(tx);
+      return reaped;
     });
   }
 }

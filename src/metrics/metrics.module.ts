@@ -1,4 +1,6 @@
 import { Global, type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
+import { DeviceRecordsModule } from '../devices/device-records.module';
+import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { MetricsController } from './metrics.controller';
 import { MetricsMiddleware } from './metrics.middleware';
 import { MetricsService } from './metrics.service';
@@ -6,6 +8,7 @@ import { MetricsService } from './metrics.service';
 /** `GET /metrics` and request timing; global so that any module (the device gateway) can inject MetricsService. */
 @Global()
 @Module({
+  imports: [DeviceRecordsModule, FirmwareRecordsModule],
   controllers: [MetricsController],
   providers: [MetricsService],
   exports: [MetricsService],

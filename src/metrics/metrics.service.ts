@@ -1,14 +1,8 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DataSource } from 'typeorm';
-
-/** The parts of a `pg` pool the pool gauges read. */
-interface PoolCounts {
-  totalCount: number;
-  idleCount: number;
-  waitingCount: number;
-}
+import { DatabasePool, type PoolCounts } from '../database/database-pool';
+import { DeviceRecordsService } from '../devices/device-records.service';
+import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 
 /** Route label for requests that matched no route (404s), so that raw paths never become labels. */
 export const UNMATCHED_ROUTE = '<unmatched>';
@@ -25,7 +19,11 @@ export class MetricsService implements OnModuleDestroy {
   private connectedOverride: number | null = null;
   private deviceConnectQueue: () => Record<string, number> = () => ({});
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly devices: DeviceRecordsService,
+    private readonly firmwares: FirmwareRecordsService,
+  ) {
     collectDefaultMetrics({ register: this.registry });
     this.httpDuration = new Histogram({
       name: 'fleethub_http_request_duration_seconds',
@@ -49,14 +47,14 @@ export class MetricsService implements OnModuleDestroy {
     gauge(
       'fleethub_connected_devices',
       "Devices whose connection_status is 'connected' (or the value last given to setConnectedDevices)",
-      () => this.connectedOverride ?? this.count(CONNECTED_SQL),
+      () => this.connectedOverride ?? this.count(() => this.devices.countConnected()),
     );
     gauge('fleethub_pending_updates', 'Manual upgrades recorded and not yet completed by their device', () =>
-      this.count(PENDING_SQL),
+      this.count(() => this.firmwares.countPendingUpdates()),
     );
     const poolGauge = (name: string, help: string, read: (pool: PoolCounts) => number) =>
       gauge(name, help, () => {
-        const pool = this.pool();
+        const pool = this.pool.counts();
         return pool && read(pool);
       });
     poolGauge(
@@ -117,22 +115,12 @@ export class MetricsService implements OnModuleDestroy {
     this.registry.clear();
   }
 
-  private pool(): PoolCounts | undefined {
-    if (!this.db.isInitialized) return undefined;
-    const master = (this.db.driver as unknown as { master?: Partial<PoolCounts> }).master;
-    return typeof master?.totalCount === 'number' ? (master as PoolCounts) : undefined;
-  }
-
   /** A count, or NaN when the database does not answer: the scrape still succeeds, without a stale value. */
-  private async count(sql: string): Promise<number> {
+  private async count(read: () => Promise<number>): Promise<number> {
     try {
-      const rows: { n: string }[] = await this.db.query(sql);
-      return Number(rows[0].n);
+      return await read();
     } catch {
       return Number.NaN;
     }
   }
 }
-
-const CONNECTED_SQL = `SELECT count(*) AS n FROM devices WHERE connection_status = 'connected'`;
-const PENDING_SQL = `SELECT count(*) AS n FROM pending_updates`;

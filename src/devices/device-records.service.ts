@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import type { Queryable } from '../database/transactions';
+import type { FirmwareMetadata } from './device.entity';
+import { type DeviceJoin, DevicesRepository } from './devices.repository';
+
+export type { DeviceJoin } from './devices.repository';
+export type { FirmwareMetadata } from './device.entity';
+
+/**
+ * What other features ask of the device records: the device gateway records joins and presence, the metrics count
+ * connected devices. Apart from DevicesService (whose module imports the gateway's), so that the gateway and the
+ * metrics can use it without a module cycle.
+ */
+@Injectable()
+export class DeviceRecordsService {
+  constructor(private readonly devices: DevicesRepository) {}
+
+  /**
+   * A `device` channel join, in one statement: stores the metadata (unchanged when null), marks the device
+   * connected on `instanceId`, and reads the org's fwup public keys (when `withKeys`) and the device's pending
+   * update. Null when the device no longer exists.
+   */
+  recordJoin(
+    device: { deviceId: string; orgId: string },
+    metadata: FirmwareMetadata | null,
+    instanceId: string,
+    withKeys: boolean,
+  ): Promise<DeviceJoin | null> {
+    return this.devices.recordJoin(device, metadata, instanceId, withKeys);
+  }
+
+  /** The instance holding the device's socket according to the database, or null when not connected. */
+  holder(deviceId: string): Promise<string | null> {
+    return this.devices.findHolder(deviceId);
+  }
+
+  /** The device is connected on `instanceId` (activity now). */
+  markConnected(deviceId: string, instanceId: string): Promise<void> {
+    return this.devices.markConnected(deviceId, instanceId);
+  }
+
+  /** The devices among `ids` still held by `instanceId` are disconnected (rows locked in id order). */
+  markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
+    return this.devices.markDisconnected(ids, instanceId);
+  }
+
+  /** Writes `last_communication` (ISO times `ats`) of the devices among `ids` still held by `instanceId`. */
+  recordActivity(ids: readonly string[], ats: readonly string[], instanceId: string): Promise<void> {
+    return this.devices.recordActivity(ids, ats, instanceId);
+  }
+
+  /** Every device held by `instanceId` becomes disconnected. */
+  disconnectAllHeldBy(instanceId: string): Promise<void> {
+    return this.devices.disconnectAllHeldBy(instanceId);
+  }
+
+  /** The devices `ids` are connected on `instanceId` again. */
+  markConnectedAgain(ids: readonly string[], instanceId: string): Promise<void> {
+    return this.devices.markConnectedAgain(ids, instanceId);
+  }
+
+  /** Devices held by gateway instances whose lease ran out become disconnected (in `tx`); answers how many. */
+  disconnectFromExpiredInstances(tx: Queryable): Promise<number> {
+    return this.devices.disconnectFromExpiredInstances(tx);
+  }
+
+  /** How many devices are connected. */
+  countConnected(): Promise<number> {
+    return this.devices.countConnected();
+  }
+}

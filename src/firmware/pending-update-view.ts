@@ -1,0 +1,27 @@
+import type { FirmwareTool } from './formats/detect-format';
+
+/** The pending manual upgrade of a device, with what the `update` message needs. */
+export interface PendingUpdateRow {
+  firmware_id: string;
+  delivered_at: Date | null;
+  uuid: string;
+  version: string;
+  platform: string;
+  architecture: string;
+  author: string | null;
+  description: string | null;
+  misc: string | null;
+  vcs_identifier: string | null;
+  size: string;
+  sha256: string;
+  chunk_sha256: string[];
+  tool: FirmwareTool;
+  product_name: string;
+}
+
+/**
+ * The columns of a PendingUpdateRow (`pu` pending_updates, `f` firmwares, `p` products), shared by the device join
+ * (DevicesRepository) and the pending update read (PendingUpdatesRepository).
+ */
+export const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name`;
