@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DeviceRecordsModule } from '../devices/device-records.module';
 import { ProductsModule } from '../products/products.module';
 import { DeviceAuthenticator } from './device-authenticator';
 import { NH1DeviceAuthenticator } from './nh1-device-authenticator';
@@ -8,7 +9,7 @@ import { SharedSecretsRepository } from './shared-secrets.repository';
 import { SharedSecretsService } from './shared-secrets.service';
 
 @Module({
-  imports: [ProductsModule],
+  imports: [ProductsModule, DeviceRecordsModule],
   controllers: [ProductSharedSecretsController, DeviceSharedSecretsController],
   providers: [
     ServerKeyService,

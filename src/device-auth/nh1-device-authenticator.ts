@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import { isForeignKeyViolation } from '../common/errors/postgres-errors';
 import { LocalWindows } from '../common/http/rate-limiter';
+import { DeviceRecordsService } from '../devices/device-records.service';
 import { Transactions } from '../database/transactions';
 import { DEVICE_IDENTIFIER_PATTERN } from '../devices/dto/device.dto';
 import { type AuthenticatedDevice, DeviceAuthenticator } from './device-authenticator';
@@ -68,6 +69,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
 
   constructor(
     private readonly secrets: SharedSecretsRepository,
+    private readonly devices: DeviceRecordsService,
     private readonly transactions: Transactions,
     private readonly serverKey: ServerKeyService,
     private readonly audit: AuditService,
@@ -167,12 +169,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
     let inserted: { id: string }[];
     try {
       inserted = await this.transactions.run(async (tx) => {
-        const rows = await this.secrets.insertDeviceIfAbsent(
-          product.org_id,
-          product.product_id,
-          identifier,
-          tx,
-        );
+        const rows = await this.devices.registerIfAbsent(product.org_id, product.product_id, identifier, tx);
         if (rows[0]) {
           await this.audit.record(tx, {
             orgId: product.org_id,
@@ -205,7 +202,7 @@ export class NH1DeviceAuthenticator extends DeviceAuthenticator {
   }
 
   private findDevice(identifier: string): Promise<{ id: string; product_id: string } | null> {
-    return this.secrets.findDeviceByIdentifier(identifier);
+    return this.devices.findProductByIdentifier(identifier);
   }
 
   private inProduct(

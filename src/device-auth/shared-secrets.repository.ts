@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Queryable, Tx } from '../database/transactions';
-import { Device } from '../devices/device.entity';
 import { DeviceSharedSecret, ProductSharedSecret } from './shared-secret.entity';
 
 export type SecretRow = ProductSharedSecret | DeviceSharedSecret;
@@ -61,11 +60,6 @@ export class SharedSecretsRepository {
     await tx.query(`UPDATE product_shared_secrets SET deactivated_at = now() WHERE id = $1`, [id]);
   }
 
-  /** The product's device with this identifier (the owner of a new device key), or null. */
-  findDeviceInProduct(productId: string, identifier: string): Promise<Device | null> {
-    return this.db.getRepository(Device).findOneBy({ productId, identifier });
-  }
-
   /** The active product key with its product, and the device holding `claimed` (any product), or null. */
   async findActiveProductKey(key: string, claimed: string | null): Promise<ProductKeyRow | null> {
     const rows: ProductKeyRow[] = await this.db.query(
@@ -87,28 +81,5 @@ export class SharedSecretsRepository {
       [key],
     );
     return rows[0] ?? null;
-  }
-
-  /** The device with this identifier (any product), or null. */
-  async findDeviceByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
-    const rows: { id: string; product_id: string }[] = await this.db.query(
-      `SELECT id, product_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    return rows[0] ?? null;
-  }
-
-  /** Registers a device; the new row's id, or none when the identifier exists already. */
-  insertDeviceIfAbsent(
-    orgId: string,
-    productId: string,
-    identifier: string,
-    tx: Queryable,
-  ): Promise<{ id: string }[]> {
-    return tx.query(
-      `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
-       ON CONFLICT (identifier) DO NOTHING RETURNING id`,
-      [orgId, productId, identifier],
-    );
   }
 }

@@ -6,6 +6,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { isoOrNull } from '../common/values';
+import { DeviceRecordsService } from '../devices/device-records.service';
 import { Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
 import type { SharedSecretCreatedView, SharedSecretView } from './dto/shared-secret.dto';
@@ -48,6 +49,7 @@ function listView(row: SecretRow): SharedSecretView {
 export class SharedSecretsService {
   constructor(
     private readonly secrets: SharedSecretsRepository,
+    private readonly devices: DeviceRecordsService,
     private readonly transactions: Transactions,
     private readonly products: ProductsService,
     private readonly serverKey: ServerKeyService,
@@ -113,7 +115,7 @@ export class SharedSecretsService {
     identifier: string,
   ): Promise<Created<{ data: SharedSecretCreatedView }>> {
     const product = await this.products.findInOrg(access, productName);
-    const device = await this.secrets.findDeviceInProduct(product.id, identifier);
+    const device = await this.devices.findInProduct(product.id, identifier);
     if (!device) throw DomainError.notFound();
     const { row, secret } = await this.insert(
       access,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
-import type { FirmwareMetadata } from './device.entity';
+import type { Device, FirmwareMetadata } from './device.entity';
 import { type DeviceJoin, DevicesRepository } from './devices.repository';
 
 export type { DeviceJoin } from './devices.repository';
@@ -27,6 +27,26 @@ export class DeviceRecordsService {
     withKeys: boolean,
   ): Promise<DeviceJoin | null> {
     return this.devices.recordJoin(device, metadata, instanceId, withKeys);
+  }
+
+  /** The product's device with this identifier, or null (the owner of a new device key). */
+  findInProduct(productId: string, identifier: string): Promise<Device | null> {
+    return this.devices.findByIdentifier(productId, identifier);
+  }
+
+  /** The device with this identifier in any product (identifiers are unique), or null. */
+  findProductByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
+    return this.devices.findProductByIdentifier(identifier);
+  }
+
+  /** Registers a device in `tx` (NH1 registration by a product key); its id, or none when it exists already. */
+  registerIfAbsent(
+    orgId: string,
+    productId: string,
+    identifier: string,
+    tx: Queryable,
+  ): Promise<{ id: string }[]> {
+    return this.devices.insertIfAbsent(orgId, productId, identifier, tx);
   }
 
   /** The instance holding the device's socket according to the database, or null when not connected. */

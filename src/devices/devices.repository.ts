@@ -87,6 +87,29 @@ export class DevicesRepository {
     return rows[0]?.identifier;
   }
 
+  /** The device with this identifier (identifiers are unique across products) and its product, or null. */
+  async findProductByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
+    const rows: { id: string; product_id: string }[] = await this.db.query(
+      `SELECT id, product_id FROM devices WHERE identifier = $1`,
+      [identifier],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Registers a device; the new row's id, or none when the identifier exists already. */
+  insertIfAbsent(
+    orgId: string,
+    productId: string,
+    identifier: string,
+    tx: Queryable,
+  ): Promise<{ id: string }[]> {
+    return tx.query(
+      `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
+       ON CONFLICT (identifier) DO NOTHING RETURNING id`,
+      [orgId, productId, identifier],
+    );
+  }
+
   /** Changes a product's device; false when there is none with that identifier. */
   async update(productId: string, identifier: string, changes: DeviceChanges, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Device).update({ productId, identifier }, changes);
