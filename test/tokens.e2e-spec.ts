@@ -1,6 +1,6 @@
 import { hashToken } from '../src/auth/token-codec';
 import { EVICTION_WAIT_MS, TokenCache } from '../src/auth/token-cache';
-import { InstanceBus } from '../src/instance-bus/instance-bus';
+import { InstanceBus } from '../src/database/instance-bus/instance-bus';
 import { runCliProcess } from './support/cli-process';
 import { ANY_DETAIL, fieldError, FORBIDDEN, NOT_FOUND, UNAUTHORIZED } from './support/contract-bodies';
 import { createTestApp, type TestApp } from './support/test-app';

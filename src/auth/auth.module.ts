@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { RateLimitBucketsRepository } from '../common/http/rate-limit-buckets.repository';
 import { RateLimiter } from '../common/http/rate-limiter';
-import { InstanceBusModule } from '../instance-bus/instance-bus.module';
+import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
 import { UsersModule } from '../users/users.module';
 import { AuthController } from './auth.controller';
 import { AuthGuard } from './auth.guard';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { EntityManager } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
-import type { InstanceBus } from '../instance-bus/instance-bus';
+import type { InstanceBus } from '../database/instance-bus/instance-bus';
 import { EVICTION_WAIT_MS, TOKENS_CHANNEL, TokenCache, TRUST_WINDOW_MS } from './token-cache';
 
 /** The parts of InstanceBus the cache uses, driven by hand. */

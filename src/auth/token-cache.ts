@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { EntityManager } from 'typeorm';
 import type { Actor } from '../common/auth/actor';
-import { InstanceBus } from '../instance-bus/instance-bus';
+import { InstanceBus } from '../database/instance-bus/instance-bus';
 
 /** Token revocations, and every listener's answer that it has evicted the tokens. */
 export const TOKENS_CHANNEL = 'fleethub_tokens';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InstanceBus, MAX_BUS_PAYLOAD_BYTES } from '../instance-bus/instance-bus';
+import { InstanceBus, MAX_BUS_PAYLOAD_BYTES } from '../database/instance-bus/instance-bus';
 
 /**
  * What instances tell each other about devices. Only ids and short commands travel (PostgreSQL caps a NOTIFY

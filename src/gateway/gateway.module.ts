@@ -5,7 +5,7 @@ import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareModule } from '../firmware/firmware.module';
-import { InstanceBusModule } from '../instance-bus/instance-bus.module';
+import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
 import { ConsoleOutputRepository } from './console-output.repository';
 import { ConsoleOutputService } from './console-output.service';
