@@ -5,6 +5,8 @@ import { FirmwareModule } from '../firmware/firmware.module';
 import type { AppConfig } from '../config/config';
 import { ConfigModule } from '../config/config.module';
 import { DatabaseModule } from '../database/database.module';
+import { DeviceRecordsModule } from '../devices/device-records.module';
+import { IrohModule } from '../iroh/iroh.module';
 import { MembersModule } from '../members/members.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
@@ -35,6 +37,9 @@ export class CliModule {
         SigningKeysModule,
         ProductsModule,
         FirmwareModule,
+        // `fleethub demo` makes up the fleet (devices, pending updates, iroh endpoints) through their repositories.
+        DeviceRecordsModule,
+        IrohModule,
       ],
       providers: [...CLI_COMMANDS, DemoCommand, DemoService, SimulateCommand],
     };

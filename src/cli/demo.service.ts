@@ -1,18 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { DataSource } from 'typeorm';
 import { TokensService } from '../auth/tokens.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { type Tx, Transactions } from '../database/transactions';
+import { DevicesRepository } from '../devices/devices.repository';
 import { FirmwareService } from '../firmware/firmware.service';
-import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
 import { FirmwareUploadReceiver } from '../firmware/upload-receiver';
+import { DEFAULT_INSTANCE, IROH_SERVICE } from '../iroh/dto/iroh-fields';
+import { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
 import { MembersService } from '../members/members.service';
+import { OrgsRepository } from '../orgs/orgs.repository';
 import { OrgsService } from '../orgs/orgs.service';
 import { ProductsService } from '../products/products.service';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
+import { UsersRepository } from '../users/users.repository';
 import { UsersService } from '../users/users.service';
 import { buildDemoFirmware, type DemoFirmwareMeta, generateDemoSigningKey } from './demo-firmware';
 
@@ -23,6 +27,7 @@ export const DEMO_MEMBERS = [
   { email: 'demo-manager@example.com', username: 'demo-manager', name: 'Demo Manager', role: 'manage' },
   { email: 'demo-viewer@example.com', username: 'demo-viewer', name: 'Demo Viewer', role: 'view' },
 ] as const;
+const DEMO_EMAILS = [DEMO_EMAIL, ...DEMO_MEMBERS.map((m) => m.email)];
 
 /** Products, each with its firmware versions (oldest first) and the hardware it runs on. */
 export const DEMO_PRODUCTS = [
@@ -32,6 +37,8 @@ export const DEMO_PRODUCTS = [
 
 const TAGS = ['production', 'beta', 'lab', 'eu', 'us', 'rooftop', 'basement'];
 const BATCH = 500;
+/** The rollout in progress: this many gateways on the oldest version wait for the newest. */
+const ROLLOUT = 10;
 
 export interface DemoOptions {
   devices: number;
@@ -57,13 +64,14 @@ export class DemoExistsError extends Error {}
 /**
  * `fleethub demo`: a ready organization to explore. Users, the organization, products, the signing key and the
  * firmware go through the real services (the firmware as a signed .fw file, ingested as an upload is); the fleet
- * itself is inserted in batches of SQL. On any failure everything created so far is removed again.
+ * (devices, a rollout in progress, iroh endpoints) is made up in bulk by the owning repositories, in batches of
+ * devices, all in one transaction. On any failure everything created so far is removed again.
  */
 @Injectable()
 export class DemoService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly transactions: Transactions,
     private readonly users: UsersService,
     private readonly orgs: OrgsService,
     private readonly members: MembersService,
@@ -71,8 +79,13 @@ export class DemoService {
     private readonly keys: SigningKeysService,
     private readonly firmware: FirmwareService,
     private readonly tokens: TokensService,
-    private readonly storage: FirmwareStorage,
     private readonly uploads: FirmwareUploadReceiver,
+    // What only a demo does: rows in bulk, and deleting the users and organization of a demo it could not finish.
+    private readonly devices: DevicesRepository,
+    private readonly pendingUpdates: PendingUpdatesRepository,
+    private readonly irohEndpoints: IrohEndpointsRepository,
+    private readonly orgRecords: OrgsRepository,
+    private readonly userRecords: UsersRepository,
   ) {}
 
   async seed(options: DemoOptions): Promise<DemoResult> {
@@ -86,15 +99,15 @@ export class DemoService {
   }
 
   private async assertAbsent(): Promise<void> {
-    const emails = [DEMO_EMAIL, ...DEMO_MEMBERS.map((m) => m.email)];
-    const rows = await this.db.query<{ what: string }[]>(
-      `SELECT 'organization "' || name || '"' AS what FROM orgs WHERE name = $1
-       UNION ALL SELECT 'user ' || email FROM users WHERE email = ANY($2)`,
-      [DEMO_ORG, emails],
-    );
-    if (rows.length > 0) {
+    const found: string[] = [];
+    if (await this.orgs.findByName(DEMO_ORG)) found.push(`organization "${DEMO_ORG}"`);
+    for (const email of DEMO_EMAILS) {
+      const user = await this.users.findByEmail(email);
+      if (user) found.push(`user ${user.email}`);
+    }
+    if (found.length > 0) {
       throw new DemoExistsError(
-        `the demo data already exists (${rows.map((r) => r.what).join(', ')}); ` +
+        `the demo data already exists (${found.join(', ')}); ` +
           'use a fresh FLEETHUB_DATA_DIR or database, or "fleethub tokens create --email demo@example.com" for a token',
       );
     }
@@ -117,22 +130,8 @@ export class DemoService {
       scope: 'all',
       expiresAt: null,
     });
-    const orgId = (
-      await this.db.query<{ id: string }[]>(`SELECT id FROM orgs WHERE name = $1`, [DEMO_ORG])
-    )[0].id;
-    const access: OrgAccess = {
-      actor: {
-        userId: owner.id,
-        email: owner.email,
-        username: owner.username,
-        name: owner.name,
-        tokenId: '0',
-        scope: 'all',
-      },
-      orgId,
-      orgName: DEMO_ORG,
-      role: 'admin',
-    };
+    const access = await this.ownerAccess();
+    if (!access) throw new Error('the demo organization vanished while it was being created');
 
     const key = generateDemoSigningKey();
     await this.keys.createByOrgName(DEMO_ORG, 'demo-key', key.publicKey);
@@ -158,25 +157,45 @@ export class DemoService {
       products.push({ name: product.name, firmwares });
     }
 
-    await this.insertDevices(orgId, options);
-    const [counts] = await this.db.query<{ devices: string; connected: string }[]>(
-      `SELECT count(*) AS devices, count(*) FILTER (WHERE connection_status = 'connected') AS connected
-         FROM devices WHERE org_id = $1`,
-      [orgId],
-    );
-    const pendingUpdates = await this.insertPendingUpdates(orgId, owner.id);
-    const irohEndpoints = await this.insertIrohEndpoints(orgId, owner.id);
+    // The fleet commits whole or not at all: a failed seed then has no devices to remove (see removeDemo).
+    const fleet = await this.transactions.run(async (tx) => {
+      await this.insertDevices(access.orgId, options, tx);
+      const counts = await this.devices.countConnectedInOrg(access.orgId, tx);
+      const pendingUpdates = await this.insertPendingUpdates(access.orgId, owner.id, tx);
+      const irohEndpoints = await this.insertIrohEndpoints(access.orgId, owner.id, tx);
+      return { ...counts, pendingUpdates, irohEndpoints };
+    });
     return {
       token,
       org: DEMO_ORG,
       email: DEMO_EMAIL,
       password: DEMO_PASSWORD,
       products,
-      devices: Number(counts.devices),
-      connected: Number(counts.connected),
-      pendingUpdates,
-      irohEndpoints,
+      devices: fleet.devices,
+      connected: fleet.connected,
+      pendingUpdates: fleet.pendingUpdates,
+      irohEndpoints: fleet.irohEndpoints,
       swaggerUrl: `${this.config.publicUrl.replace(/\/+$/, '')}/api/docs`,
+    };
+  }
+
+  /** The demo user as the admin of the demo organization, once both exist. */
+  private async ownerAccess(): Promise<OrgAccess | null> {
+    const org = await this.orgs.findByName(DEMO_ORG);
+    const owner = await this.users.findByEmail(DEMO_EMAIL);
+    if (!org || !owner) return null;
+    return {
+      actor: {
+        userId: owner.id,
+        email: owner.email,
+        username: owner.username,
+        name: owner.name,
+        tokenId: '0',
+        scope: 'all',
+      },
+      orgId: org.id,
+      orgName: DEMO_ORG,
+      role: 'admin',
     };
   }
 
@@ -184,112 +203,61 @@ export class DemoService {
    * Devices spread over the products (three gateways to one sensor), with tags, a firmware version and its
    * metadata, and a connection history: about a third connected now, most seen within the last week, a few never.
    */
-  private async insertDevices(orgId: string, options: DemoOptions): Promise<void> {
+  private async insertDevices(orgId: string, options: DemoOptions, tx: Tx): Promise<void> {
     const total = options.devices;
     options.progress?.(0, total);
     for (let from = 1; from <= total; from += BATCH) {
       const to = Math.min(total, from + BATCH - 1);
-      await this.db.query(
-        `WITH firmware AS (
-           SELECT f.product_id, p.name AS product, f.uuid::text AS uuid, f.version, f.platform, f.architecture,
-                  f.author, f.description,
-                  row_number() OVER (PARTITION BY f.product_id ORDER BY f.version_sort_key) - 1 AS nth,
-                  count(*) OVER (PARTITION BY f.product_id) AS versions
-             FROM firmwares f JOIN products p ON p.id = f.product_id WHERE p.org_id = $1
-         ), numbered AS (
-           SELECT i, CASE WHEN i % 4 = 0 THEN 'sensor' ELSE 'gateway' END AS product_name,
-                  (hashtext('demo' || i) & 2147483647) AS h
-             FROM generate_series($2::int, $3::int) AS i
-         )
-         INSERT INTO devices (org_id, product_id, identifier, description, tags, connection_status,
-                              last_communication, firmware_metadata, firmware_version, firmware_platform,
-                              inserted_at)
-         SELECT $1, p.id, 'demo-' || n.product_name || '-' || lpad(n.i::text, 5, '0'),
-                'Demo ' || n.product_name || ' #' || n.i,
-                ARRAY[($4::text[])[1 + n.h % 3], ($4::text[])[4 + (n.h / 3) % 2]]
-                  || CASE WHEN n.h % 5 = 0 THEN ARRAY[($4::text[])[6 + (n.h / 7) % 2]] ELSE '{}'::text[] END,
-                CASE WHEN n.h % 20 = 0 THEN 'not_seen'
-                     WHEN n.h % 3 = 0 THEN 'connected' ELSE 'disconnected' END::device_connection_status,
-                CASE WHEN n.h % 20 = 0 THEN NULL
-                     WHEN n.h % 3 = 0 THEN now() - make_interval(secs => n.h % 60)
-                     ELSE now() - make_interval(mins => n.h % 10080) END,
-                CASE WHEN n.h % 20 = 0 THEN NULL ELSE jsonb_build_object(
-                  'uuid', f.uuid, 'product', f.product, 'version', f.version, 'platform', f.platform,
-                  'architecture', f.architecture, 'author', f.author, 'description', f.description) END,
-                CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.version END,
-                CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.platform END,
-                now() - make_interval(days => 30 + n.h % 60)
-           FROM numbered n
-           JOIN products p ON p.org_id = $1 AND p.name = n.product_name
-           JOIN firmware f ON f.product_id = p.id AND f.nth = (n.h / 11) % f.versions`,
-        [orgId, from, to, TAGS],
-      );
+      await this.devices.insertDemoFleet(orgId, from, to, TAGS, tx);
       options.progress?.(to, total);
     }
   }
 
   /** A rollout in progress: up to 10 gateways on the oldest version are asked to move to the newest. */
-  private async insertPendingUpdates(orgId: string, requestedBy: string): Promise<number> {
-    const rows = await this.db.query<{ device_id: string }[]>(
-      `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id)
-       SELECT d.id, newest.id, $2
-         FROM devices d JOIN products p ON p.id = d.product_id AND p.org_id = $1 AND p.name = 'gateway'
-         JOIN LATERAL (SELECT id FROM firmwares WHERE product_id = p.id
-                        ORDER BY version_sort_key DESC LIMIT 1) newest ON true
-        WHERE d.firmware_version = $3
-        ORDER BY d.identifier LIMIT 10
-       RETURNING device_id`,
-      [orgId, requestedBy, DEMO_PRODUCTS[0].versions[0]],
+  private insertPendingUpdates(orgId: string, requestedBy: string, tx: Tx): Promise<number> {
+    const [gateway] = DEMO_PRODUCTS;
+    return this.pendingUpdates.insertDemoRollout(
+      orgId,
+      gateway.name,
+      gateway.versions[0],
+      ROLLOUT,
+      requestedBy,
+      tx,
     );
-    return rows.length;
   }
 
   /** Every tenth device has reported an iroh endpoint id; the demo user has one registered by an operator. */
-  private async insertIrohEndpoints(orgId: string, userId: string): Promise<number> {
-    await this.db.query(
-      `INSERT INTO iroh_endpoints (org_id, identifier, source, device_id, last_reported_at)
-       SELECT $1, encode(sha256(convert_to('demo-iroh-' || $2 || '-' || d.identifier, 'UTF8')), 'hex'),
-              'device_reported', d.id, d.last_communication
-         FROM devices d
-        WHERE d.org_id = $1 AND d.last_communication IS NOT NULL AND d.id % 10 = 0`,
-      [orgId, randomBytes(8).toString('hex')],
+  private async insertIrohEndpoints(orgId: string, userId: string, tx: Tx): Promise<number> {
+    await this.irohEndpoints.insertDemoDeviceReported(orgId, randomBytes(8).toString('hex'), tx);
+    await this.irohEndpoints.insertOperator(
+      {
+        orgId,
+        identifier: randomBytes(32).toString('hex'),
+        service: IROH_SERVICE,
+        instance: DEFAULT_INSTANCE,
+        details: { label: 'laptop of the demo user' },
+        userId,
+      },
+      tx,
     );
-    await this.db.query(
-      `INSERT INTO iroh_endpoints (org_id, identifier, source, user_id, details)
-       VALUES ($1, $2, 'operator', $3, '{"label": "laptop of the demo user"}')`,
-      [orgId, randomBytes(32).toString('hex'), userId],
-    );
-    const [row] = await this.db.query<{ n: string }[]>(
-      `SELECT count(*) AS n FROM iroh_endpoints WHERE org_id = $1`,
-      [orgId],
-    );
-    return Number(row.n);
+    return this.irohEndpoints.countInOrg(orgId, tx);
   }
 
-  /** Undoes a failed seed: nothing half-done stays behind. */
+  /**
+   * Undoes a failed seed: nothing half-done stays behind. The fleet is one transaction, so no device is left; the
+   * products go as the products feature deletes them (firmware rows, then their files), then the organization
+   * (its keys, members and audit log with it) and the demo users (their tokens with them).
+   */
   private async removeDemo(): Promise<void> {
-    const emails = [DEMO_EMAIL, ...DEMO_MEMBERS.map((m) => m.email)];
-    await this.db.transaction(async (tx) => {
-      const [org] = await tx.query<{ id: string }[]>(`SELECT id FROM orgs WHERE name = $1`, [DEMO_ORG]);
-      if (org) {
-        const stored = await tx.query<{ storage_key: string }[]>(
-          `SELECT f.storage_key FROM firmwares f JOIN products p ON p.id = f.product_id WHERE p.org_id = $1`,
-          [org.id],
-        );
-        await tx.query(
-          `DELETE FROM pending_updates WHERE device_id IN (SELECT id FROM devices WHERE org_id = $1)`,
-          [org.id],
-        );
-        await tx.query(`DELETE FROM iroh_endpoints WHERE org_id = $1`, [org.id]);
-        await tx.query(`DELETE FROM devices WHERE org_id = $1`, [org.id]);
-        await tx.query(
-          `DELETE FROM firmwares WHERE product_id IN (SELECT id FROM products WHERE org_id = $1)`,
-          [org.id],
-        );
-        await tx.query(`DELETE FROM orgs WHERE id = $1`, [org.id]);
-        for (const { storage_key } of stored) await this.storage.remove(storage_key).catch(() => undefined);
+    const access = await this.ownerAccess();
+    if (access) {
+      for (const product of (await this.products.list(access)).data) {
+        await this.products.remove(access, product.name);
       }
-      await tx.query(`DELETE FROM users WHERE email = ANY($1)`, [emails]);
+    }
+    await this.transactions.run(async (tx) => {
+      await this.orgRecords.deleteByName(DEMO_ORG, tx);
+      await this.userRecords.deleteByEmails(DEMO_EMAILS, tx);
     });
   }
 }

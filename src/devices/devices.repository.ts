@@ -248,4 +248,58 @@ export class DevicesRepository {
     );
     return Number(rows[0].n);
   }
+
+  /**
+   * `fleethub demo`: devices `from`..`to` of a made-up fleet in one statement, spread over the org's products
+   * (three gateways to one sensor) with tags from `tags`, a firmware version of their product and its metadata,
+   * backdated registration and a connection history: about a third connected now, most seen within the last
+   * week, one in twenty never. Numbering and spread come from `hashtext`, so the fleet is the same every time.
+   */
+  async insertDemoFleet(orgId: string, from: number, to: number, tags: readonly string[], tx: Queryable) {
+    await tx.query(
+      `WITH firmware AS (
+         SELECT f.product_id, p.name AS product, f.uuid::text AS uuid, f.version, f.platform, f.architecture,
+                f.author, f.description,
+                row_number() OVER (PARTITION BY f.product_id ORDER BY f.version_sort_key) - 1 AS nth,
+                count(*) OVER (PARTITION BY f.product_id) AS versions
+           FROM firmwares f JOIN products p ON p.id = f.product_id WHERE p.org_id = $1
+       ), numbered AS (
+         SELECT i, CASE WHEN i % 4 = 0 THEN 'sensor' ELSE 'gateway' END AS product_name,
+                (hashtext('demo' || i) & 2147483647) AS h
+           FROM generate_series($2::int, $3::int) AS i
+       )
+       INSERT INTO devices (org_id, product_id, identifier, description, tags, connection_status,
+                            last_communication, firmware_metadata, firmware_version, firmware_platform,
+                            inserted_at)
+       SELECT $1, p.id, 'demo-' || n.product_name || '-' || lpad(n.i::text, 5, '0'),
+              'Demo ' || n.product_name || ' #' || n.i,
+              ARRAY[($4::text[])[1 + n.h % 3], ($4::text[])[4 + (n.h / 3) % 2]]
+                || CASE WHEN n.h % 5 = 0 THEN ARRAY[($4::text[])[6 + (n.h / 7) % 2]] ELSE '{}'::text[] END,
+              CASE WHEN n.h % 20 = 0 THEN 'not_seen'
+                   WHEN n.h % 3 = 0 THEN 'connected' ELSE 'disconnected' END::device_connection_status,
+              CASE WHEN n.h % 20 = 0 THEN NULL
+                   WHEN n.h % 3 = 0 THEN now() - make_interval(secs => n.h % 60)
+                   ELSE now() - make_interval(mins => n.h % 10080) END,
+              CASE WHEN n.h % 20 = 0 THEN NULL ELSE jsonb_build_object(
+                'uuid', f.uuid, 'product', f.product, 'version', f.version, 'platform', f.platform,
+                'architecture', f.architecture, 'author', f.author, 'description', f.description) END,
+              CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.version END,
+              CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.platform END,
+              now() - make_interval(days => 30 + n.h % 60)
+         FROM numbered n
+         JOIN products p ON p.org_id = $1 AND p.name = n.product_name
+         JOIN firmware f ON f.product_id = p.id AND f.nth = (n.h / 11) % f.versions`,
+      [orgId, from, to, tags],
+    );
+  }
+
+  /** How many devices the organization has, and how many of them are shown as connected. */
+  async countConnectedInOrg(orgId: string, tx: Queryable = this.db) {
+    const [counts] = await tx.query<{ devices: string; connected: string }[]>(
+      `SELECT count(*) AS devices, count(*) FILTER (WHERE connection_status = 'connected') AS connected
+         FROM devices WHERE org_id = $1`,
+      [orgId],
+    );
+    return { devices: Number(counts.devices), connected: Number(counts.connected) };
+  }
 }

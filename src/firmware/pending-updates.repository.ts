@@ -101,4 +101,31 @@ export class PendingUpdatesRepository {
     const rows: { n: string }[] = await this.db.query(`SELECT count(*) AS n FROM pending_updates`);
     return Number(rows[0].n);
   }
+
+  /**
+   * `fleethub demo`: a rollout in progress. Up to `limit` of the organization's devices of `productName` on
+   * `fromVersion` (by identifier) wait for the product's newest firmware, requested by `requestedById`; answers
+   * how many.
+   */
+  async insertDemoRollout(
+    orgId: string,
+    productName: string,
+    fromVersion: string,
+    limit: number,
+    requestedById: string,
+    tx: Queryable,
+  ): Promise<number> {
+    const rows = await tx.query<{ device_id: string }[]>(
+      `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id)
+       SELECT d.id, newest.id, $2
+         FROM devices d JOIN products p ON p.id = d.product_id AND p.org_id = $1 AND p.name = $4
+         JOIN LATERAL (SELECT id FROM firmwares WHERE product_id = p.id
+                        ORDER BY version_sort_key DESC LIMIT 1) newest ON true
+        WHERE d.firmware_version = $3
+        ORDER BY d.identifier LIMIT $5
+       RETURNING device_id`,
+      [orgId, requestedById, fromVersion, productName, limit],
+    );
+    return rows.length;
+  }
 }

@@ -177,4 +177,28 @@ export class IrohEndpointsRepository {
       [deviceId, service, instance, identifier],
     );
   }
+
+  /**
+   * `fleethub demo`: every tenth device of the organization that has communicated (by id) reported an endpoint
+   * when it last communicated. The ids are made up from `salt` and the device's identifier.
+   */
+  async insertDemoDeviceReported(orgId: string, salt: string, tx: Queryable): Promise<void> {
+    await tx.query(
+      `INSERT INTO iroh_endpoints (org_id, identifier, source, device_id, last_reported_at)
+       SELECT $1, encode(sha256(convert_to('demo-iroh-' || $2 || '-' || d.identifier, 'UTF8')), 'hex'),
+              'device_reported', d.id, d.last_communication
+         FROM devices d
+        WHERE d.org_id = $1 AND d.last_communication IS NOT NULL AND d.id % 10 = 0`,
+      [orgId, salt],
+    );
+  }
+
+  /** How many endpoints the organization has. */
+  async countInOrg(orgId: string, tx: Queryable = this.db): Promise<number> {
+    const [row] = await tx.query<{ n: string }[]>(
+      `SELECT count(*) AS n FROM iroh_endpoints WHERE org_id = $1`,
+      [orgId],
+    );
+    return Number(row.n);
+  }
 }

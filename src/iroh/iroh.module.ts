@@ -9,6 +9,7 @@ import { IrohService } from './iroh.service';
   imports: [MembersModule],
   controllers: [IrohController],
   providers: [IrohEndpointsRepository, IrohService, IrohClaimsService],
-  exports: [IrohService, IrohClaimsService],
+  // IrohEndpointsRepository: for `fleethub demo`, which inserts its made-up endpoints in bulk.
+  exports: [IrohService, IrohClaimsService, IrohEndpointsRepository],
 })
 export class IrohModule {}

@@ -7,6 +7,7 @@ import { OrgsService } from './orgs.service';
 @Module({
   controllers: [OrgsController],
   providers: [OrgsRepository, MembershipsRepository, OrgsService],
-  exports: [OrgsService, MembershipsRepository],
+  // OrgsRepository: for `fleethub demo`, which deletes a demo it could not finish.
+  exports: [OrgsService, MembershipsRepository, OrgsRepository],
 })
 export class OrgsModule {}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Tx } from '../database/transactions';
+import type { Queryable, Tx } from '../database/transactions';
 import { Org } from './org.entity';
 
 /** The `orgs` table. */
@@ -16,5 +16,15 @@ export class OrgsRepository {
 
   findByName(name: string): Promise<Org | null> {
     return this.db.getRepository(Org).findOneBy({ name });
+  }
+
+  /**
+   * Deletes an organization by name; what it holds goes with it (foreign keys cascade), except devices, whose
+   * product refuses (a foreign key violation): only for an organization without devices (`fleethub demo`
+   * undoing a failed seed). False when there was none.
+   */
+  async deleteByName(name: string, tx: Queryable): Promise<boolean> {
+    const [, deleted] = await tx.query<[unknown, number]>(`DELETE FROM orgs WHERE name = $1`, [name]);
+    return deleted > 0;
   }
 }

@@ -6,6 +6,7 @@ import { UsersService } from './users.service';
 @Module({
   controllers: [UsersController],
   providers: [UsersRepository, UsersService],
-  exports: [UsersService],
+  // UsersRepository: for `fleethub demo`, which deletes a demo it could not finish.
+  exports: [UsersService, UsersRepository],
 })
 export class UsersModule {}

@@ -31,4 +31,15 @@ export class UsersRepository {
     ]);
     return users[0] ?? null;
   }
+
+  /**
+   * Deletes the users with these (normalised) emails; their tokens and memberships go with them, what they did
+   * elsewhere stays without them (`fleethub demo` undoing a failed seed). Answers how many.
+   */
+  async deleteByEmails(emails: readonly string[], tx: Queryable): Promise<number> {
+    const [, deleted] = await tx.query<[unknown, number]>(`DELETE FROM users WHERE email = ANY($1)`, [
+      emails,
+    ]);
+    return deleted;
+  }
 }
