@@ -1,9 +1,7 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BigIdColumn } from '../database/columns';
 import { User } from '../users/user.entity';
-
-export const TOKEN_SCOPES = ['all', 'read'] as const;
-export type TokenScope = (typeof TOKEN_SCOPES)[number];
+import { TOKEN_SCOPES, type TokenScope } from './token-scope';
 
 @Entity('access_tokens')
 @Index('access_tokens_user_id_idx', ['userId'])

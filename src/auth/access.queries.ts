@@ -1,7 +1,7 @@
 import type { Actor } from '../common/auth/actor';
 import type { Role } from '../common/auth/roles';
 import { joinedProductColumns } from '../products/product-row';
-import type { TokenScope } from './access-token.entity';
+import type { TokenScope } from './token-scope';
 
 /** A live personal access token and its user, by the token's SHA-256 (`$1`). */
 export const TOKEN_BY_HASH = `SELECT t.id AS token_id, t.scope, t.expires_at, t.last_used_at,

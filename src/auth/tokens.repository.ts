@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Queryable } from '../database/transactions';
 import { TOKEN_BY_HASH, type TokenRow } from './access.queries';
-import type { TokenScope } from './access-token.entity';
+import type { TokenScope } from './token-scope';
 
 /** A token as its owner lists it. */
 export interface ListedTokenRow {

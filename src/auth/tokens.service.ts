@@ -5,7 +5,7 @@ import { Created } from '../common/http/created';
 import { isoOrNull, parseBigId } from '../common/values';
 import { Transactions } from '../database/transactions';
 import { actorOfToken } from './access.queries';
-import type { TokenScope } from './access-token.entity';
+import type { TokenScope } from './token-scope';
 import { type CreateTokenDto, parseTimestamp, type TokenCreatedView, type TokenView } from './dto/token.dto';
 import { TokenCache } from './token-cache';
 import { type ListedTokenRow, type TokenSelector, TokensRepository } from './tokens.repository';

@@ -1,5 +1,5 @@
 import { Command, Option, SubCommand } from 'nest-commander';
-import type { TokenScope } from '../auth/access-token.entity';
+import type { TokenScope } from '../auth/token-scope';
 import { TokensService } from '../auth/tokens.service';
 import { isRole } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';

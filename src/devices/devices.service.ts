@@ -10,7 +10,7 @@ import { normaliseTags, UUID_PATTERN } from '../common/values';
 import { Transactions } from '../database/transactions';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { ProductsService } from '../products/products.service';
-import type { Product } from '../products/product.entity';
+import type { ProductRecord } from '../products/product-record';
 import { DeviceConsole, UpdateNotifier } from './device-console';
 import type { DeviceListQuery } from './device-list.query';
 import { deviceView } from './device-view';
@@ -191,12 +191,12 @@ export class DevicesService {
     await this.updates.pendingUpdateChanged(deviceId);
   }
 
-  private async load(product: Product, identifier: string) {
+  private async load(product: ProductRecord, identifier: string) {
     const row = await this.devices.findRowByIdentifier(product.id, identifier);
     return row ? deviceView(row) : null;
   }
 
-  private location(access: OrgAccess, product: Product, identifier: string): string {
+  private location(access: OrgAccess, product: ProductRecord, identifier: string): string {
     return `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/devices/${pathSegment(identifier)}`;
   }
 }

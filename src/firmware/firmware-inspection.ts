@@ -1,5 +1,5 @@
 import { DomainError } from '../common/errors/domain-error';
-import type { Product } from '../products/product.entity';
+import type { ProductRecord } from '../products/product-record';
 import { readPackbeam, type Packbeam } from './atomvm/packbeam';
 import { readEspAppImage, type EspAppImage } from './esp-idf/esp-app-image';
 import { NO_SIGNING_KEYS } from './firmware.errors';
@@ -64,7 +64,7 @@ function checkLength(value: string, limit: number, what: string): void {
   if ([...value].length > limit) throw invalidFirmware(`${what} is longer than ${limit} characters`);
 }
 
-function checkProduct(declared: string, product: Product): void {
+function checkProduct(declared: string, product: ProductRecord): void {
   if (declared !== product.name) {
     throw invalidFirmware(`is built for the product "${declared}", but was uploaded to "${product.name}"`);
   }
@@ -80,7 +80,7 @@ const withoutNul = (text: string | null) => (text === null ? null : text.replace
 export function inspectFirmware(
   tool: FirmwareTool,
   file: ReceivedFile,
-  product: Product,
+  product: ProductRecord,
   loadKeys: () => Promise<SigningKeys>,
 ): Promise<FirmwareCandidate> {
   switch (tool) {
@@ -118,7 +118,7 @@ const META_NAMES: Record<LimitedField, string> = {
 
 async function inspectFwup(
   file: ReceivedFile,
-  product: Product,
+  product: ProductRecord,
   loadKeys: () => Promise<SigningKeys>,
 ): Promise<FirmwareCandidate> {
   const archive: FirmwareArchive = await parse(() => readFirmwareArchive(file.path));
@@ -161,7 +161,7 @@ async function inspectFwup(
 
 async function inspectPackbeam(
   file: ReceivedFile,
-  product: Product,
+  product: ProductRecord,
   loadKeys: () => Promise<SigningKeys>,
 ): Promise<FirmwareCandidate> {
   const packbeam: Packbeam = await parse(() => readPackbeam(file.path));
@@ -222,7 +222,7 @@ export const ESP_IDF_UNVERIFIABLE =
   "ESP-IDF images cannot be verified against the organization's ed25519 signing keys (Secure Boot signs with " +
   'RSA or ECDSA); enable allow_unsigned_esp_idf_firmware on the product to accept them.';
 
-async function inspectEspIdf(file: ReceivedFile, product: Product): Promise<FirmwareCandidate> {
+async function inspectEspIdf(file: ReceivedFile, product: ProductRecord): Promise<FirmwareCandidate> {
   // No fleethub key can vouch for an ESP-IDF image, so the policy is known before the file is read.
   if (!product.allowUnsignedEspIdfFirmware) throw invalidFirmware(ESP_IDF_UNVERIFIABLE);
   const image: EspAppImage = await parse(() => readEspAppImage(file.path));

@@ -9,7 +9,7 @@ import { Created, pathSegment } from '../common/http/created';
 import { UUID_PATTERN } from '../common/values';
 import { Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
-import type { Product } from '../products/product.entity';
+import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
@@ -113,7 +113,11 @@ export class FirmwareService {
     }
   }
 
-  private async validateAndStore(access: OrgAccess, product: Product, file: ReceivedFile): Promise<Firmware> {
+  private async validateAndStore(
+    access: OrgAccess,
+    product: ProductRecord,
+    file: ReceivedFile,
+  ): Promise<Firmware> {
     const tool = await detectFileFormat(file.path);
     if (tool === null) throw invalidFirmware(UNRECOGNISED_FORMAT);
     if (!(product.allowedUpdateTools as string[]).includes(tool)) {
@@ -178,7 +182,7 @@ export class FirmwareService {
     }
   }
 
-  private async find(product: Product, uuid: string): Promise<Firmware> {
+  private async find(product: ProductRecord, uuid: string): Promise<Firmware> {
     const firmware = UUID_PATTERN.test(uuid)
       ? await this.firmwares.findByUuid(product.id, uuid.toLowerCase())
       : null;

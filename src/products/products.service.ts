@@ -10,6 +10,7 @@ import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
 import { Product } from './product.entity';
+import type { ProductRecord } from './product-record';
 import { joinedProductRow, type ProductRow } from './product-row';
 import { PRODUCT_HAS_DEVICES } from './products.errors';
 import { type ProductChanges, ProductsRepository } from './products.repository';
@@ -62,7 +63,7 @@ export class ProductsService {
    * The product of the caller's organization, or the contract's 404. On routes under a product the AuthGuard has
    * read it already, with the membership (`access.product`); otherwise one read by name.
    */
-  async findInOrg(access: OrgAccess, name: string): Promise<Product> {
+  async findInOrg(access: OrgAccess, name: string): Promise<ProductRecord> {
     if (access.product?.name === name) {
       const { found } = access.product;
       if (!found) throw DomainError.notFound();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { TokensService } from '../../src/auth/tokens.service';
-import type { TokenScope } from '../../src/auth/access-token.entity';
+import type { TokenScope } from '../../src/auth/token-scope';
 import type { Role } from '../../src/common/auth/roles';
 import { OrgsService } from '../../src/orgs/orgs.service';
 import { SigningKeysService } from '../../src/signing-keys/signing-keys.service';

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { CustomField, EnumField, StringField } from '../../common/validation/fields';
-import { TOKEN_SCOPES, type TokenScope } from '../access-token.entity';
+import { TOKEN_SCOPES, type TokenScope } from '../token-scope';
 
 const TIMESTAMP =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/i;

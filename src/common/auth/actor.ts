@@ -1,5 +1,5 @@
-import type { TokenScope } from '../../auth/access-token.entity';
-import type { Product } from '../../products/product.entity';
+import type { TokenScope } from '../../auth/token-scope';
+import type { ProductRecord } from '../../products/product-record';
 import type { Role } from './roles';
 
 /** The authenticated caller, resolved once per request by the AuthGuard. */
@@ -25,7 +25,7 @@ export interface OrgAccess {
    * null: the organization has no product by that name). ProductsService.findInOrg answers from it without a
    * query. Absent when the route has no product in its path or the access was built elsewhere.
    */
-  product?: { name: string; found: Product | null };
+  product?: { name: string; found: ProductRecord | null };
 }
 
 /** For short device URLs: the device found among the caller's organizations, with that membership. */
