@@ -1,0 +1,228 @@
+import {
+  deviceAccess,
+  expectConflict,
+  expectInvalid,
+  expectNotFound,
+  fake,
+  fakeTransactions,
+  fakeTx,
+  orgAccess,
+  pgError,
+  product,
+} from '../../test/support/unit-fakes';
+import type { AuditService } from '../audit/audit.service';
+import { BLANK } from '../common/errors/messages';
+import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
+import type { ProductsService } from '../products/products.service';
+import type { DeviceConsole, UpdateNotifier } from './device-console';
+import type { DeviceRow } from './device-view';
+import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
+import type { DevicesRepository } from './devices.repository';
+import { DevicesService } from './devices.service';
+
+const UUID = '0b7d2f4e-6c1a-4e8b-9d3f-2a5c7e9b1d40';
+
+const row: DeviceRow = {
+  identifier: 'dev-1',
+  description: null,
+  tags: [],
+  firmware_version: null,
+  connection_status: 'not_seen',
+  last_communication: null,
+  updates_enabled: true,
+  updates_blocked_until: null,
+  firmware_metadata: null,
+  org_name: 'acme',
+  product_name: 'gateway',
+};
+
+function setup() {
+  const devices = {
+    insert: jest.fn(async () => undefined),
+    update: jest.fn(async () => true),
+    delete: jest.fn(async () => true),
+    findRowByIdentifier: jest.fn(async () => row),
+    findByIdentifier: jest.fn(async () => ({ id: '42' })),
+    findIdentifierById: jest.fn(async () => 'dev-1'),
+  };
+  const firmware = {
+    findIdByUuid: jest.fn(async () => '77'),
+    requestUpdate: jest.fn(async () => undefined),
+    deletedUpdateTarget: jest.fn(() => undefined as string | undefined),
+  };
+  const products = { findInOrg: jest.fn(async () => product()) };
+  const deviceConsole = { send: jest.fn(async () => true) };
+  const updates = { pendingUpdateChanged: jest.fn(async () => undefined) };
+  const audit = { record: jest.fn(async () => undefined) };
+  const service = new DevicesService(
+    fake<DevicesRepository>(devices),
+    fakeTransactions(),
+    fake<ProductsService>(products),
+    fake<FirmwareRecordsService>(firmware),
+    fake<DeviceConsole>(deviceConsole),
+    fake<UpdateNotifier>(updates),
+    fake<AuditService>(audit),
+  );
+  return { service, devices, firmware, deviceConsole, updates, audit };
+}
+
+describe('DevicesService: tags', () => {
+  it('create stores the tags normalised (split on commas, trimmed, blanks and repeats dropped)', async () => {
+    const { service, devices } = setup();
+    await service.create(orgAccess, 'gateway', { identifier: 'dev-1', tags: ' a, b,,a , c ' });
+    expect(devices.insert).toHaveBeenCalledWith(
+      { orgId: '3', productId: '5', identifier: 'dev-1', description: null, tags: ['a', 'b', 'c'] },
+      fakeTx,
+    );
+  });
+
+  it('create without tags stores none', async () => {
+    const { service, devices } = setup();
+    await service.create(orgAccess, 'gateway', { identifier: 'dev-1' });
+    expect(devices.insert).toHaveBeenCalledWith(expect.objectContaining({ tags: [] }), fakeTx);
+  });
+
+  it('create answers a taken identifier (unique violation) as 422 identifier', async () => {
+    const { service, devices } = setup();
+    devices.insert.mockRejectedValue(pgError('23505', 'devices_product_id_identifier_key'));
+    await expectInvalid(service.create(orgAccess, 'gateway', { identifier: 'dev-1' }), {
+      identifier: ['has already been taken'],
+    });
+  });
+
+  it('update normalises an array of tags, and passes only the fields given', async () => {
+    const { service, devices } = setup();
+    await service.update(orgAccess, 'gateway', 'dev-1', { tags: [' x ', 'y', 'x', ''] });
+    expect(devices.update).toHaveBeenCalledWith('5', 'dev-1', { tags: ['x', 'y'] }, fakeTx);
+  });
+
+  it('update with no field opens no transaction, and still answers the device (404 when absent)', async () => {
+    const { service, devices, audit } = setup();
+    await expect(service.update(orgAccess, 'gateway', 'dev-1', {})).resolves.toEqual({
+      data: expect.objectContaining({ identifier: 'dev-1' }),
+    });
+    expect(devices.update).not.toHaveBeenCalled();
+    expect(audit.record).not.toHaveBeenCalled();
+    devices.findRowByIdentifier.mockResolvedValue(null as unknown as DeviceRow);
+    await expectNotFound(service.update(orgAccess, 'gateway', 'nope', {}));
+  });
+
+  it('update of an unknown device is a 404 and records nothing', async () => {
+    const { service, devices, audit } = setup();
+    devices.update.mockResolvedValue(false);
+    await expectNotFound(service.update(orgAccess, 'gateway', 'nope', { description: 'x' }));
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+});
+
+describe('DevicesService: upgrade', () => {
+  it.each(['not-a-uuid', `${UUID}x`, "'; DROP TABLE firmwares; --", ''])(
+    'a uuid that is not a uuid (%j) is the 422 of an unknown firmware and never reaches the database',
+    async (uuid) => {
+      const { service, firmware, updates } = setup();
+      await expectInvalid(service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid }), {
+        uuid: [UNKNOWN_FIRMWARE],
+      });
+      expect(firmware.findIdByUuid).not.toHaveBeenCalled();
+      expect(firmware.requestUpdate).not.toHaveBeenCalled();
+      expect(updates.pendingUpdateChanged).not.toHaveBeenCalled();
+    },
+  );
+
+  it("looks the uuid up lower-cased in the device's product; an unknown one is 422", async () => {
+    const { service, firmware } = setup();
+    firmware.findIdByUuid.mockResolvedValue(undefined as unknown as string);
+    await expectInvalid(service.upgradeById(deviceAccess, { uuid: UUID.toUpperCase() }), {
+      uuid: [UNKNOWN_FIRMWARE],
+    });
+    expect(firmware.findIdByUuid).toHaveBeenCalledWith('5', UUID);
+    expect(firmware.requestUpdate).not.toHaveBeenCalled();
+  });
+
+  it('an unknown device is a 404 before the uuid is looked at', async () => {
+    const { service, devices, firmware } = setup();
+    devices.findByIdentifier.mockResolvedValue(null as unknown as { id: string });
+    await expectNotFound(service.upgrade(orgAccess, 'gateway', 'nope', { uuid: UUID }));
+    expect(firmware.findIdByUuid).not.toHaveBeenCalled();
+  });
+
+  it('records the update for the caller, audits it, then tells the device side', async () => {
+    const { service, firmware, audit, updates } = setup();
+    await service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID });
+    expect(firmware.requestUpdate).toHaveBeenCalledWith('42', '77', '7', fakeTx);
+    expect(audit.record).toHaveBeenCalledWith(
+      fakeTx,
+      expect.objectContaining({
+        action: 'device.upgrade',
+        targetId: 'dev-1',
+        details: { firmware_uuid: UUID },
+      }),
+    );
+    expect(updates.pendingUpdateChanged).toHaveBeenCalledWith('42');
+    expect(firmware.requestUpdate.mock.invocationCallOrder[0]).toBeLessThan(
+      updates.pendingUpdateChanged.mock.invocationCallOrder[0],
+    );
+  });
+
+  it('by id: the audit names the device by its identifier, read in the transaction', async () => {
+    const { service, devices, audit } = setup();
+    await service.upgradeById(deviceAccess, { uuid: UUID });
+    expect(devices.findIdentifierById).toHaveBeenCalledWith('42', fakeTx);
+    expect(audit.record).toHaveBeenCalledWith(fakeTx, expect.objectContaining({ targetId: 'dev-1' }));
+  });
+
+  describe('the firmware, device or user deleted between the read and the insert', () => {
+    const race = pgError('23503', 'pending_updates_firmware_id_fkey');
+
+    it("'firmware' is the 422 of an unknown firmware", async () => {
+      const { service, firmware, updates } = setup();
+      firmware.requestUpdate.mockRejectedValue(race);
+      firmware.deletedUpdateTarget.mockReturnValue('firmware');
+      await expectInvalid(service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID }), {
+        uuid: [UNKNOWN_FIRMWARE],
+      });
+      expect(firmware.deletedUpdateTarget).toHaveBeenCalledWith(race);
+      expect(updates.pendingUpdateChanged).not.toHaveBeenCalled();
+    });
+
+    it.each(['device', 'requester'])("'%s' is a 404", async (target) => {
+      const { service, firmware, updates } = setup();
+      firmware.requestUpdate.mockRejectedValue(race);
+      firmware.deletedUpdateTarget.mockReturnValue(target);
+      await expectNotFound(service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID }));
+      expect(updates.pendingUpdateChanged).not.toHaveBeenCalled();
+    });
+
+    it('any other failure is rethrown as it is', async () => {
+      const { service, firmware, updates } = setup();
+      const failure = pgError('40P01');
+      firmware.requestUpdate.mockRejectedValue(failure);
+      await expect(service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID })).rejects.toBe(failure);
+      expect(updates.pendingUpdateChanged).not.toHaveBeenCalled();
+    });
+  });
+});
+
+describe('DevicesService: console code', () => {
+  it.each([{}, { code: '' }, { body: '' }])('blank code (%j) is 422 code and sends nothing', async (dto) => {
+    const { service, deviceConsole } = setup();
+    await expectInvalid(service.sendConsoleCode(deviceAccess, dto), { code: [BLANK] });
+    expect(deviceConsole.send).not.toHaveBeenCalled();
+  });
+
+  it('sends `code`, or its alias `body`, to the device', async () => {
+    const { service, deviceConsole } = setup();
+    await service.sendConsoleCode(deviceAccess, { code: 'IO.puts(1)\n' });
+    await service.sendConsoleCode(deviceAccess, { body: 'h()\n' });
+    expect(deviceConsole.send.mock.calls).toEqual([
+      ['42', 'IO.puts(1)\n'],
+      ['42', 'h()\n'],
+    ]);
+  });
+
+  it('code that no console connection received is a 409', async () => {
+    const { service, deviceConsole } = setup();
+    deviceConsole.send.mockResolvedValue(false);
+    await expectConflict(service.sendConsoleCode(deviceAccess, { code: 'x' }), DEVICE_NOT_CONNECTED);
+  });
+});

@@ -1,0 +1,212 @@
+import { Logger } from '@nestjs/common';
+import {
+  expectConflict,
+  expectInvalid,
+  expectNotFound,
+  fake,
+  fakeTransactions,
+  fakeTx,
+  orgAccess,
+  pgError,
+  product,
+} from '../../test/support/unit-fakes';
+import type { AuditService } from '../audit/audit.service';
+import type { OrgAccess } from '../common/auth/actor';
+import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
+import type { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import type { ProductRow } from './product-row';
+import { PRODUCT_HAS_DEVICES } from './products.errors';
+import type { ProductsRepository } from './products.repository';
+import { ProductsService } from './products.service';
+
+const row: ProductRow = {
+  id: '5',
+  org_id: '3',
+  name: 'gateway',
+  allow_unsigned_atomvm_firmware: false,
+  allow_unsigned_esp_idf_firmware: false,
+  allowed_update_tools: ['fwup'],
+  require_unique_firmware_version: true,
+  inserted_at: new Date('2026-01-01T00:00:00Z'),
+  updated_at: new Date('2026-01-01T00:00:00Z'),
+};
+
+function setup() {
+  const products = {
+    findByName: jest.fn(async () => row as ProductRow | null),
+    insert: jest.fn(async () => product()),
+    update: jest.fn(async () => true),
+    delete: jest.fn(async () => true),
+  };
+  const firmware = { deleteAllOfProduct: jest.fn(async () => ['5/a.fw', '5/b.avm']) };
+  const storage = { remove: jest.fn(async () => undefined) };
+  const audit = { record: jest.fn(async () => undefined) };
+  const transactions = fakeTransactions();
+  const service = new ProductsService(
+    fake<ProductsRepository>(products),
+    transactions,
+    fake<FirmwareRecordsService>(firmware),
+    fake<AuditService>(audit),
+    fake<FirmwareStorage>(storage),
+  );
+  return { service, products, firmware, storage, audit, transactions };
+}
+
+describe('ProductsService.findInOrg', () => {
+  it('answers from the product the guard read with the membership, without a query', async () => {
+    const { service, products } = setup();
+    const access: OrgAccess = { ...orgAccess, product: { name: 'gateway', found: product({ id: '6' }) } };
+    await expect(service.findInOrg(access, 'gateway')).resolves.toMatchObject({ id: '6', name: 'gateway' });
+    expect(products.findByName).not.toHaveBeenCalled();
+  });
+
+  it('is a 404 without a query when the guard found no such product', async () => {
+    const { service, products } = setup();
+    await expectNotFound(service.findInOrg({ ...orgAccess, product: { name: 'gone', found: null } }, 'gone'));
+    expect(products.findByName).not.toHaveBeenCalled();
+  });
+
+  it("reads the product by name in the caller's organization otherwise (404 when absent)", async () => {
+    const { service, products } = setup();
+    const access: OrgAccess = { ...orgAccess, product: { name: 'other', found: null } };
+    await expect(service.findInOrg(access, 'gateway')).resolves.toMatchObject({
+      id: '5',
+      allowedUpdateTools: ['fwup'],
+    });
+    expect(products.findByName).toHaveBeenCalledWith('3', 'gateway');
+    products.findByName.mockResolvedValue(null);
+    await expectNotFound(service.findInOrg(orgAccess, 'nope'));
+  });
+});
+
+describe('ProductsService: settings', () => {
+  it('changes exactly the settings given, and answers the product with them', async () => {
+    const { service, products, audit } = setup();
+    const answer = await service.update(orgAccess, 'gateway', {
+      allowed_update_tools: ['fwup', 'atomvm'],
+      allow_unsigned_atomvm_firmware: true,
+    });
+    expect(products.update).toHaveBeenCalledWith(
+      '5',
+      { allowedUpdateTools: ['fwup', 'atomvm'], allowUnsignedAtomvmFirmware: true },
+      fakeTx,
+    );
+    expect(answer.data).toEqual({
+      name: 'gateway',
+      allow_unsigned_atomvm_firmware: true,
+      allow_unsigned_esp_idf_firmware: false,
+      allowed_update_tools: ['fwup', 'atomvm'],
+      require_unique_firmware_version: true,
+    });
+    expect(audit.record).toHaveBeenCalledWith(fakeTx, expect.objectContaining({ action: 'product.update' }));
+  });
+
+  it('false is a change like any other (the ESP-IDF flag, unique versions)', async () => {
+    const { service, products } = setup();
+    products.findByName.mockResolvedValue({ ...row, allow_unsigned_esp_idf_firmware: true });
+    const answer = await service.update(orgAccess, 'gateway', {
+      allow_unsigned_esp_idf_firmware: false,
+      require_unique_firmware_version: false,
+    });
+    expect(products.update).toHaveBeenCalledWith(
+      '5',
+      { allowUnsignedEspIdfFirmware: false, requireUniqueFirmwareVersion: false },
+      fakeTx,
+    );
+    expect(answer.data).toMatchObject({
+      allow_unsigned_esp_idf_firmware: false,
+      require_unique_firmware_version: false,
+    });
+  });
+
+  it('an empty allowed_update_tools is a change (NervesHub allows it)', async () => {
+    const { service, products } = setup();
+    await service.update(orgAccess, 'gateway', { allowed_update_tools: [] });
+    expect(products.update).toHaveBeenCalledWith('5', { allowedUpdateTools: [] }, fakeTx);
+  });
+
+  it('no setting given: no transaction, no audit, the product as it is', async () => {
+    const { service, products, audit, transactions } = setup();
+    await expect(service.update(orgAccess, 'gateway', {})).resolves.toEqual({
+      data: expect.objectContaining({ allowed_update_tools: ['fwup'] }),
+    });
+    expect(transactions.run).not.toHaveBeenCalled();
+    expect(products.update).not.toHaveBeenCalled();
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+
+  it('a product deleted meanwhile is a 404 and nothing is recorded', async () => {
+    const { service, products, audit } = setup();
+    products.update.mockResolvedValue(false);
+    await expectNotFound(service.update(orgAccess, 'gateway', { allow_unsigned_atomvm_firmware: true }));
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+});
+
+describe('ProductsService.create', () => {
+  it('a name the organization holds already is 422 name', async () => {
+    const { service, products } = setup();
+    products.insert.mockRejectedValue(pgError('23505', 'products_org_id_name_key'));
+    await expectInvalid(service.create(orgAccess, { name: 'gateway' }), { name: ['has already been taken'] });
+  });
+
+  it('the Location percent-encodes the names', async () => {
+    const { service, products } = setup();
+    products.insert.mockResolvedValue(product({ name: 'a b/c' }));
+    const created = await service.create({ ...orgAccess, orgName: 'acme' }, { name: 'a b/c' });
+    expect(created.location).toBe('/api/orgs/acme/products/a%20b%2Fc');
+  });
+});
+
+describe('ProductsService.remove', () => {
+  let warn: jest.SpyInstance;
+  beforeEach(() => {
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  });
+  afterEach(() => warn.mockRestore());
+
+  it('deletes the firmware rows and the product in one transaction, then removes the files', async () => {
+    const { service, products, firmware, storage, transactions } = setup();
+    await service.remove(orgAccess, 'gateway');
+    expect(transactions.run).toHaveBeenCalledTimes(1);
+    expect(firmware.deleteAllOfProduct).toHaveBeenCalledWith('5', fakeTx);
+    expect(products.delete).toHaveBeenCalledWith('5', fakeTx);
+    expect(storage.remove.mock.calls).toEqual([['5/a.fw'], ['5/b.avm']]);
+    expect(storage.remove.mock.invocationCallOrder[0]).toBeGreaterThan(
+      products.delete.mock.invocationCallOrder[0],
+    );
+  });
+
+  it('removes no file when the transaction fails: devices remain → 409', async () => {
+    const { service, products, storage } = setup();
+    products.delete.mockRejectedValue(pgError('23503', 'devices_product_id_fkey'));
+    await expectConflict(service.remove(orgAccess, 'gateway'), PRODUCT_HAS_DEVICES);
+    expect(storage.remove).not.toHaveBeenCalled();
+  });
+
+  it('removes no file when the product is gone meanwhile (404)', async () => {
+    const { service, products, storage, audit } = setup();
+    products.delete.mockResolvedValue(false);
+    await expectNotFound(service.remove(orgAccess, 'gateway'));
+    expect(storage.remove).not.toHaveBeenCalled();
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+
+  it('a file that cannot be removed is logged, the others are still removed, and the delete succeeds', async () => {
+    const { service, storage } = setup();
+    storage.remove.mockRejectedValueOnce(new Error('EACCES'));
+    await expect(service.remove(orgAccess, 'gateway')).resolves.toBeUndefined();
+    expect(storage.remove).toHaveBeenCalledTimes(2);
+    expect(warn).toHaveBeenCalledWith(
+      expect.objectContaining({ key: '5/a.fw', productId: '5' }),
+      'firmware file of a deleted product not removed',
+    );
+  });
+
+  it('any other failure of the transaction is rethrown', async () => {
+    const { service, products } = setup();
+    const failure = pgError('40P01');
+    products.delete.mockRejectedValue(failure);
+    await expect(service.remove(orgAccess, 'gateway')).rejects.toBe(failure);
+  });
+});
