@@ -1,0 +1,74 @@
+import type { DeviceRecordsService } from '../devices/device-records.service';
+import { fake, fakeTransactions } from '../../test/support/unit-fakes';
+import type { GatewayInstancesRepository } from './gateway-instances.repository';
+import { PresenceService } from './presence.service';
+
+const INSTANCE = '00000000-0000-4000-8000-00000000000a';
+
+function pgFailure(code: string): Error {
+  return Object.assign(new Error(`SQLSTATE ${code}`), { code });
+}
+
+async function startedPresence(markDisconnected: jest.Mock) {
+  const devices = fake<DeviceRecordsService>({
+    markDisconnected,
+    disconnectFromExpiredInstances: jest.fn(async () => 0),
+    disconnectAllHeldBy: jest.fn(async () => undefined),
+  });
+  const instances = fake<GatewayInstancesRepository>({
+    renewLease: jest.fn(async () => false),
+    deleteExpired: jest.fn(async () => undefined),
+    delete: jest.fn(async () => undefined),
+  });
+  const presence = new PresenceService(devices, instances, fakeTransactions());
+  await presence.start(INSTANCE, () => []);
+  return presence;
+}
+
+describe('PresenceService disconnections', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('writes a batch again when PostgreSQL aborted it as a deadlock victim', async () => {
+    const markDisconnected = jest
+      .fn()
+      .mockRejectedValueOnce(pgFailure('40P01'))
+      .mockResolvedValueOnce(undefined);
+    const presence = await startedPresence(markDisconnected);
+    void presence.disconnected('1');
+    void presence.disconnected('2');
+    await presence.flushDisconnected();
+    expect(markDisconnected.mock.calls).toEqual([
+      [['1', '2'], INSTANCE],
+      [['1', '2'], INSTANCE],
+    ]);
+    await presence.stop();
+  });
+
+  it('queues a batch that still fails again, without the devices that joined here meanwhile', async () => {
+    jest.useFakeTimers();
+    const markDisconnected = jest.fn().mockRejectedValueOnce(pgFailure('57014')).mockResolvedValue(undefined);
+    const presence = await startedPresence(markDisconnected);
+    void presence.disconnected('1').catch(() => undefined);
+    void presence.disconnected('2').catch(() => undefined);
+    const failed = presence.flushDisconnected();
+    presence.joined('2');
+    await expect(failed).rejects.toMatchObject({ code: '57014' });
+    expect(markDisconnected).toHaveBeenCalledTimes(1);
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(markDisconnected.mock.calls).toEqual([
+      [['1', '2'], INSTANCE],
+      [['1'], INSTANCE],
+    ]);
+    await presence.stop();
+  });
+
+  it('gives up on a statement after five aborted attempts and keeps its devices queued', async () => {
+    const markDisconnected = jest.fn().mockRejectedValue(pgFailure('40001'));
+    const presence = await startedPresence(markDisconnected);
+    void presence.disconnected('9').catch(() => undefined);
+    await expect(presence.flushDisconnected()).rejects.toMatchObject({ code: '40001' });
+    expect(markDisconnected).toHaveBeenCalledTimes(5);
+    expect((presence as unknown as { leaving: Set<string> }).leaving).toEqual(new Set(['9']));
+    await presence.stop();
+  });
+});
