@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ValidateBy, type ValidationArguments } from 'class-validator';
+import { BLANK } from '../errors/messages';
 import { hasMoreCodePoints, isUnstorableText } from '../values';
 
 /** A check returns null when the value is fine, else the one message the client sees. */
@@ -38,11 +39,10 @@ export interface StringFieldOptions {
 
 export function checkString(value: unknown, options: StringFieldOptions): string | null {
   if (value === undefined || (value === null && !options.required && options.nullable)) {
-    return options.required ? "can't be blank" : null;
+    return options.required ? BLANK : null;
   }
-  if (typeof value !== 'string')
-    return value === null && options.required ? "can't be blank" : 'must be a string';
-  if ((options.required || options.nonBlank) && value.trim() === '') return "can't be blank";
+  if (typeof value !== 'string') return value === null && options.required ? BLANK : 'must be a string';
+  if ((options.required || options.nonBlank) && value.trim() === '') return BLANK;
   if (options.max !== undefined && hasMoreCodePoints(value, options.max)) {
     return `should be at most ${options.max} character(s)`;
   }
@@ -87,7 +87,7 @@ export function EnumField(
 ) {
   return applyDecorators(
     Checked('enumField', (value) => {
-      if (value === undefined || value === null) return options.required ? "can't be blank" : null;
+      if (value === undefined || value === null) return options.required ? BLANK : null;
       return typeof value === 'string' && values.includes(value) ? null : 'is invalid';
     }),
     ApiProperty({ enum: values, required: options.required ?? false, ...options.doc } as ApiPropertyOptions),
