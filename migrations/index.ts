@@ -4,6 +4,7 @@ import { GatewayAuditRateLimits1795324593147 } from './1795324593147-GatewayAudi
 import { IrohEndpointCounts1795331669444 } from './1795331669444-IrohEndpointCounts';
 import { DeviceListCoveringIndexes1795331900000 } from './1795331900000-DeviceListCoveringIndexes';
 import { ShardedDeviceCounters1795336784756 } from './1795336784756-ShardedDeviceCounters';
+import { DeploymentGroups1795636317875 } from './1795636317875-DeploymentGroups';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -13,4 +14,5 @@ export const MIGRATIONS: Function[] = [
   IrohEndpointCounts1795331669444,
   DeviceListCoveringIndexes1795331900000,
   ShardedDeviceCounters1795336784756,
+  DeploymentGroups1795636317875,
 ];

@@ -1,6 +1,8 @@
 import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { RateLimitBucket } from '../common/http/rate-limit-bucket.entity';
+import { DeploymentGroup } from '../deployments/deployment-group.entity';
+import { DeploymentRelease } from '../deployments/deployment-release.entity';
 import { DeviceSharedSecret, ProductSharedSecret } from '../device-auth/shared-secret.entity';
 import { DeviceConsoleOutput } from '../gateway/device-console-output.entity';
 import { GatewayInstance } from '../gateway/gateway-instance.entity';
@@ -28,6 +30,8 @@ export const ENTITIES = [
   Firmware,
   SigningKey,
   PendingUpdate,
+  DeploymentGroup,
+  DeploymentRelease,
   IrohEndpoint,
   OrgIrohEndpointCount,
   ProductDeviceCount,

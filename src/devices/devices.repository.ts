@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
+import { semverSortKey } from '../firmware/fwup/semver-sort-key';
 import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from '../firmware/pending-update-view';
 import { deviceCountSql, type DeviceListQuery, deviceListSql, devicePageSql } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow } from './device-view';
@@ -16,6 +17,12 @@ export interface DeviceJoin {
 
 /** Characters of a reported version or platform stored in their (indexed) columns. */
 const MAX_INDEXED_VALUE = 255;
+
+/** `firmware_version_key` for a join's metadata: the SemVer sort key of the version as stored, or null. */
+function versionKey(metadata: FirmwareMetadata | null): string | null {
+  const version = metadata?.version?.slice(0, MAX_INDEXED_VALUE);
+  return version ? semverSortKey(version) : null;
+}
 
 export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled'>>;
 
@@ -139,7 +146,9 @@ export class DevicesRepository {
            firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
            firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
            firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
-           connection_status = 'connected', connected_instance_id = $6, last_communication = now()
+           firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
+           connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
+           connected_at = now()
          WHERE id = $1 RETURNING id
        )
        SELECT CASE WHEN $8::boolean
@@ -158,6 +167,7 @@ export class DevicesRepository {
         instanceId,
         device.orgId,
         withKeys,
+        versionKey(metadata),
       ],
     );
     const row = rows[0];
@@ -181,7 +191,8 @@ export class DevicesRepository {
   /** The device is connected on `instanceId` (activity now). */
   async markConnected(deviceId: string, instanceId: string): Promise<void> {
     await this.db.query(
-      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2, last_communication = now()
+      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2, last_communication = now(),
+                          connected_at = now()
         WHERE id = $1`,
       [deviceId, instanceId],
     );
@@ -194,7 +205,8 @@ export class DevicesRepository {
   async markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
     await this.db.query(
       `UPDATE devices d
-              SET connection_status = 'disconnected', connected_instance_id = NULL, last_communication = now()
+              SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL,
+                  last_communication = now()
              FROM (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2
                     ORDER BY id FOR UPDATE) AS leaving
             WHERE d.id = leaving.id`,
@@ -217,7 +229,7 @@ export class DevicesRepository {
   /** Every device held by `instanceId` becomes disconnected. */
   async disconnectAllHeldBy(instanceId: string): Promise<void> {
     await this.db.query(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
         WHERE connected_instance_id = $1`,
       [instanceId],
     );
@@ -226,7 +238,8 @@ export class DevicesRepository {
   /** The devices `ids` are connected on `instanceId` again (its instance row had been reaped). */
   async markConnectedAgain(ids: readonly string[], instanceId: string): Promise<void> {
     await this.db.query(
-      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2
+      `UPDATE devices SET connection_status = 'connected', connected_instance_id = $2,
+                          connected_at = COALESCE(connected_at, now())
             WHERE id = ANY($1::bigint[])`,
       [ids, instanceId],
     );
@@ -235,7 +248,7 @@ export class DevicesRepository {
   /** Devices held by gateway instances whose lease ran out become disconnected; answers how many. */
   async disconnectFromExpiredInstances(tx: Queryable = this.db): Promise<number> {
     const reaped = await tx.query<[unknown[], number]>(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL
+      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
           WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())`,
     );
     return Array.isArray(reaped) && typeof reaped[1] === 'number' ? reaped[1] : 0;

@@ -1,11 +1,17 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { DeploymentGroup } from '../deployments/deployment-group.entity';
+import { DeploymentRelease } from '../deployments/deployment-release.entity';
 import { Device } from '../devices/device.entity';
 import { User } from '../users/user.entity';
 import { Firmware } from './firmware.entity';
 
-/** The manual upgrade waiting for delivery to a device: at most one per device. */
+/**
+ * The update waiting for delivery to a device or in flight: at most one per device. A manual upgrade has no
+ * deployment group; an update the deployment orchestrator started names its group and release, and expires.
+ */
 @Entity('pending_updates')
 @Index('pending_updates_firmware_id_idx', ['firmwareId'])
+@Index('pending_updates_deployment_group_id_idx', ['deploymentGroupId'])
 export class PendingUpdate {
   @PrimaryColumn({ name: 'device_id', type: 'bigint' })
   deviceId: string;
@@ -41,6 +47,24 @@ export class PendingUpdate {
 
   @Column({ name: 'status_updated_at', type: 'timestamptz', nullable: true })
   statusUpdatedAt: Date | null;
+
+  @Column({ name: 'deployment_group_id', type: 'bigint', nullable: true })
+  deploymentGroupId: string | null;
+
+  @ManyToOne(() => DeploymentGroup, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'deployment_group_id' })
+  deploymentGroup?: DeploymentGroup | null;
+
+  @Column({ name: 'deployment_release_id', type: 'bigint', nullable: true })
+  deploymentReleaseId: string | null;
+
+  @ManyToOne(() => DeploymentRelease, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'deployment_release_id' })
+  deploymentRelease?: DeploymentRelease | null;
+
+  /** An orchestrated update not finished by then is given up (`inflight_update_expiration_minutes`). */
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
+  expiresAt: Date | null;
 
   @CreateDateColumn({ name: 'inserted_at', type: 'timestamptz', default: () => 'now()' })
   insertedAt: Date;
