@@ -23,7 +23,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from 'pg';
-import { SimulatedDevice, type SimulatorOptions } from '../src/cli/simulator';
+import { type DeviceOptions, SimulatedDevice, UPDATE_DEFAULTS } from '../src/cli/simulator';
 import type { buildSignedFw } from './fw';
 import { sleep } from './paths';
 import { procStat, request, type Started, stopProcess } from './processes';
@@ -263,13 +263,16 @@ function runWorker(): void {
     connect({ from, count }) {
       if (!base) throw new Error('not initialised');
       stats = { attempts: 0, errors: 0, samples: [] };
-      const options: Required<Omit<SimulatorOptions, 'log'>> & { log: (line: string) => void } = {
+      const options: DeviceOptions = {
         url: base.url,
         key: base.key,
         secret: base.secret,
         devices: count,
         prefix: base.prefix,
         heartbeatMs: 30_000,
+        // Updates are installed as soon as downloaded, as before the apply time existed.
+        ...UPDATE_DEFAULTS,
+        applyMs: 0,
         log: (line) => {
           stats.errors++;
           if (stats.samples.length < 5) stats.samples.push(line);

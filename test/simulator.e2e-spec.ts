@@ -3,7 +3,8 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
-import { Simulator, simulatedIrohKey } from '../src/cli/simulator';
+import { type SimulatedDevice, Simulator, simulatedIrohKey, type UpdateOutcome } from '../src/cli/simulator';
+import { failsUpdate } from '../src/cli/simulated-update';
 import { buildFw } from './support/fw-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
@@ -21,6 +22,20 @@ async function eventually<T>(
     if (ok(value) || Date.now() > deadline) return value;
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The next `count` update outcomes of a device, in order. */
+function outcomes(device: SimulatedDevice, count = 1): Promise<UpdateOutcome[]> {
+  const seen: UpdateOutcome[] = [];
+  return new Promise((resolve) => {
+    device.onUpdateEnd = (outcome) => {
+      seen.push(outcome);
+      if (seen.length === count) {
+        device.onUpdateEnd = null;
+        resolve(seen);
+      }
+    };
+  });
 }
 
 /** The whole device path with the real NH1 authenticator: the simulator against a listening server. */
@@ -135,6 +150,185 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     );
     expect(pending).toEqual([]);
     expect(sim.devices[2].installed).toBe(1);
+  });
+
+  /** Uploads a signed firmware of `version` (rpi4/aarch64) and creates a shared secret. */
+  async function firmwareAndSecret(keyName: string, version: string) {
+    const key = await t.fixtures.signingKey(org, keyName);
+    const built = await buildFw(join(dir, `${version}.fw`), {
+      signWith: key.privateKey,
+      meta: { product, version, platform: 'rpi4', architecture: 'aarch64' },
+    });
+    await t
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/firmwares`)
+      .set(admin.auth)
+      .attach('firmware', built.path)
+      .expect(201);
+    const secret = await t
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/shared_secrets`)
+      .set(admin.auth)
+      .send({})
+      .expect(201);
+    return {
+      uuid: computeMetaUuid(built.metaConf),
+      key: secret.body.data.key as string,
+      secret: secret.body.data.secret as string,
+    };
+  }
+
+  type Shown = {
+    version: string;
+    online: boolean;
+    firmware_metadata: { uuid: string; platform: string; architecture: string; version: string };
+  };
+
+  it('applies an update: download, checks, apply time, rejoin with the new firmware; the server completes it', async () => {
+    const fw = await firmwareAndSecret('k-apply', '2.0.0');
+    simulator = new Simulator({
+      url,
+      key: fw.key,
+      secret: fw.secret,
+      devices: 1,
+      prefix: 'apply-',
+      applyMs: 400,
+      applyJitter: 0,
+      firmware: { platform: 'rpi4', architecture: 'aarch64', version: '1.0.0' },
+    });
+    const sim = simulator;
+    const [device] = sim.devices;
+    simulator.start(0);
+    await eventually(
+      async () => sim.connected,
+      (n) => n === 1,
+    );
+    const before = (await t.http().get(`/api/devices/apply-0001`).set(admin.auth).expect(200)).body
+      .data as Shown;
+    expect(before.firmware_metadata).toMatchObject({
+      platform: 'rpi4',
+      architecture: 'aarch64',
+      version: '1.0.0',
+    });
+
+    let frameAt = 0;
+    device.onReceive = (topic, event) => {
+      if (topic === 'device' && event === 'update') frameAt = Date.now();
+    };
+    const ended = outcomes(device);
+    await t
+      .http()
+      .post(`/api/devices/apply-0001/upgrade`)
+      .set(admin.auth)
+      .send({ uuid: fw.uuid })
+      .expect(204);
+    expect(await ended).toEqual([{ result: 'installed', uuid: fw.uuid }]);
+    // The apply time passed between the frame and the reboot.
+    expect(Date.now() - frameAt).toBeGreaterThanOrEqual(400);
+
+    const after = await eventually(
+      async () => (await t.http().get(`/api/devices/apply-0001`).set(admin.auth)).body.data as Shown,
+      (d) => d.firmware_metadata.uuid === fw.uuid && d.online,
+    );
+    expect(after.version).toBe('2.0.0');
+    expect(after.firmware_metadata).toMatchObject({
+      uuid: fw.uuid,
+      platform: 'rpi4',
+      architecture: 'aarch64',
+      version: '2.0.0',
+    });
+    const pending = await eventually(
+      () => t.db.query(`SELECT 1 FROM pending_updates`),
+      (rows: unknown[]) => rows.length === 0,
+    );
+    expect(pending).toEqual([]);
+    expect(device.connects).toBe(2);
+    const stats = sim.updateStats();
+    expect(stats).toMatchObject({
+      devices: 1,
+      update_frames: 1,
+      frames_per_device: { '1': 1 },
+      max_frames_per_device: 1,
+      downloads: 1,
+      completions: 1,
+      failures: 0,
+      applying_now: 0,
+      max_applying: 1,
+    });
+    const [row] = await t.db.query(`SELECT size FROM firmwares WHERE uuid = $1`, [fw.uuid]);
+    expect(stats.bytes).toBe(Number(row.size));
+  });
+
+  it('fails the share of devices the seed picks: fwup error reported, old firmware kept, update ended', async () => {
+    const fw = await firmwareAndSecret('k-fail', '2.1.0');
+    const identifiers = ['fail-0001', 'fail-0002', 'fail-0003', 'fail-0004'];
+    // A seed that fails some of the four devices and not all of them.
+    const seed = Array.from({ length: 100 }, (_, i) => `seed-${i}`).find((candidate) => {
+      const n = identifiers.filter((id) => failsUpdate(candidate, id, fw.uuid, 0.5)).length;
+      return n > 0 && n < identifiers.length;
+    })!;
+    const failing = identifiers.filter((id) => failsUpdate(seed, id, fw.uuid, 0.5));
+    simulator = new Simulator({
+      url,
+      key: fw.key,
+      secret: fw.secret,
+      devices: 4,
+      prefix: 'fail-',
+      applyMs: 50,
+      failShare: 0.5,
+      seed,
+      firmware: { platform: 'rpi4', architecture: 'aarch64', version: '1.0.0' },
+    });
+    const sim = simulator;
+    simulator.start(0);
+    await eventually(
+      async () => sim.connected,
+      (n) => n === 4,
+    );
+    const ended = Promise.all(sim.devices.map((d) => outcomes(d)));
+    for (const id of identifiers) {
+      await t.http().post(`/api/devices/${id}/upgrade`).set(admin.auth).send({ uuid: fw.uuid }).expect(204);
+    }
+    const results = (await ended).map(([o]) => o);
+    expect(sim.devices.filter((_, i) => results[i].result === 'failed').map((d) => d.identifier)).toEqual(
+      failing,
+    );
+    for (const [i, outcome] of results.entries()) {
+      expect(outcome).toEqual(
+        failing.includes(identifiers[i])
+          ? { result: 'failed', uuid: fw.uuid, reason: 'FWUP error : simulated failure (--fail-share)' }
+          : { result: 'installed', uuid: fw.uuid },
+      );
+    }
+    // Failed updates end (the server deletes them), installed ones complete on the rejoin.
+    const pending = await eventually(
+      () => t.db.query(`SELECT 1 FROM pending_updates`),
+      (rows: unknown[]) => rows.length === 0,
+    );
+    expect(pending).toEqual([]);
+    const shown = await eventually(
+      () =>
+        Promise.all(
+          identifiers.map(
+            async (id) => (await t.http().get(`/api/devices/${id}`).set(admin.auth)).body.data as Shown,
+          ),
+        ),
+      (all) => all.every((d) => d.online),
+    );
+    expect(shown.map((d) => d.firmware_metadata.version)).toEqual(
+      identifiers.map((id) => (failing.includes(id) ? '1.0.0' : '2.1.0')),
+    );
+    expect(sim.devices.map((d) => d.firmwareUuid === fw.uuid)).toEqual(
+      identifiers.map((id) => !failing.includes(id)),
+    );
+    expect(sim.updateStats()).toMatchObject({
+      update_frames: 4,
+      frames_per_device: { '1': 4 },
+      downloads: 4,
+      completions: identifiers.length - failing.length,
+      failures: failing.length,
+      applying_now: 0,
+    });
   });
 
   it('refuses bad NH1 credentials with 401', async () => {

@@ -1,14 +1,21 @@
 import { Command, Option } from 'nest-commander';
-import { Simulator } from './simulator';
+import { Simulator, type SimulatorOptions, UPDATE_DEFAULTS } from './simulator';
+import { describeUpdateStats } from './simulated-update';
 import { CliCommand, UsageError } from './cli-command';
 
-interface SimulateOptions {
+export interface SimulateOptions {
   url?: string;
   key?: string;
   secret?: string;
   devices?: string;
   prefix?: string;
   duration?: string;
+  applyMs?: string;
+  failShare?: string;
+  seed?: string;
+  platform?: string;
+  architecture?: string;
+  firmwareVersion?: string;
 }
 
 const MAX_DEVICES = 100_000;
@@ -16,7 +23,8 @@ const MAX_DEVICES = 100_000;
 @Command({
   name: 'simulate',
   description:
-    'Connect simulated devices to a fleethub server (NH1 product key): join, heartbeat, console echo, updates, iroh',
+    'Connect simulated devices to a fleethub server (NH1 product key): join, heartbeat, console echo, iroh, ' +
+    'and updates (download, size and SHA-256 check, apply, rejoin on the new firmware; a share can fail)',
 })
 export class SimulateCommand extends CliCommand<SimulateOptions> {
   protected async execute(o: SimulateOptions): Promise<void> {
@@ -44,6 +52,7 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
       devices,
       prefix: o.prefix ?? 'sim-',
       log: (line) => process.stderr.write(`${line}\n`),
+      ...updateOptions(o),
     });
     simulator.start();
     this.print(`simulating ${devices} device(s) against ${url}; Ctrl-C to stop`);
@@ -62,9 +71,10 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
       if (duration !== null) setTimeout(finish, duration * 1000);
     });
     const connected = simulator.connected;
-    const installed = simulator.devices.reduce((sum, d) => sum + d.installed, 0);
+    const stats = simulator.updateStats();
     await simulator.stop();
-    this.print(`stopped: ${connected}/${devices} were connected, ${installed} update(s) installed`);
+    this.print(`stopped: ${connected}/${devices} were connected, ${stats.completions} update(s) installed`);
+    this.print(describeUpdateStats(stats));
   }
 
   @Option({ flags: '--url <url>', description: 'Server base URL, e.g. http://127.0.0.1:4000' })
@@ -94,4 +104,73 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
   parseDuration(value: string): string {
     return value;
   }
+  @Option({
+    flags: '--apply-ms <ms>',
+    description: `Time an update takes after its download, fwup write and reboot (default ${UPDATE_DEFAULTS.applyMs}, ±${UPDATE_DEFAULTS.applyJitter * 100} % per device)`,
+  })
+  parseApplyMs(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--fail-share <share>',
+    description:
+      'Share of updates, 0 to 1, that fail with an fwup error and keep the old firmware (default 0)',
+  })
+  parseFailShare(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--seed <seed>',
+    description: `Fixes which devices fail and their apply times (default ${UPDATE_DEFAULTS.seed})`,
+  })
+  parseSeed(value: string): string {
+    return value;
+  }
+  @Option({ flags: '--platform <platform>', description: 'Platform of the starting firmware (default sim)' })
+  parsePlatform(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--architecture <architecture>',
+    description: 'Architecture of the starting firmware (default sim)',
+  })
+  parseArchitecture(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--firmware-version <version>',
+    description: 'Version of the starting firmware (default 0.0.0)',
+  })
+  parseFirmwareVersion(value: string): string {
+    return value;
+  }
+}
+
+/** The update and starting-firmware flags, checked; unset ones are left to the simulator's defaults. */
+export function updateOptions(o: SimulateOptions): Partial<SimulatorOptions> {
+  const out: Partial<SimulatorOptions> = {};
+  if (o.applyMs !== undefined) {
+    if (!/^\d+$/.test(o.applyMs) || Number(o.applyMs) > 3_600_000)
+      throw new UsageError('--apply-ms must be a whole number of milliseconds up to 3600000');
+    out.applyMs = Number(o.applyMs);
+  }
+  if (o.failShare !== undefined) {
+    const share = Number(o.failShare);
+    if (!/^\d*\.?\d+$/.test(o.failShare) || !(share >= 0 && share <= 1))
+      throw new UsageError('--fail-share must be a number from 0 to 1');
+    out.failShare = share;
+  }
+  if (o.seed !== undefined) out.seed = o.seed;
+  const firmware: NonNullable<SimulatorOptions['firmware']> = {};
+  for (const [flag, value, field] of [
+    ['--platform', o.platform, 'platform'],
+    ['--architecture', o.architecture, 'architecture'],
+    ['--firmware-version', o.firmwareVersion, 'version'],
+  ] as const) {
+    if (value === undefined) continue;
+    if (value.trim() === '') throw new UsageError(`${flag} must not be empty`);
+    firmware[field] = value;
+  }
+  if (Object.keys(firmware).length > 0) out.firmware = firmware;
+  return out;
 }

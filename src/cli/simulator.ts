@@ -3,6 +3,16 @@ import { connect as netConnect, isIP, type NetConnectOpts } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import WebSocket from 'ws';
 import { DerivedKeyCache, signNh1Headers } from '../device-auth/nh1';
+import {
+  ApplyingGauge,
+  applyTime,
+  type DeviceUpdateCounters,
+  downloadFirmware,
+  expectedFirmware,
+  failsUpdate,
+  updateStats,
+  type UpdateStats,
+} from './simulated-update';
 
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
@@ -16,6 +26,16 @@ import { DerivedKeyCache, signNh1Headers } from '../device-auth/nh1';
  * socket is retried after NervesHubLink's backoff (1 s doubling to 60 s, each plus up to 50 % jitter), reset by
  * a successful upgrade. `Retry-After` is ignored, as NervesHubLink does. A join answered with an error is sent
  * again 5 s later (NervesHubLink's `rejoin_after`).
+ *
+ * Updates as NervesHubLink's default (streaming) updater: on an `update` frame, `status_update` received and
+ * started, the file streamed from `firmware_url` (never held in memory) with `fwup_progress` `updating` as it
+ * arrives (at most every 500 ms, only when the integer grows), its size, part and whole-file SHA-256 checked
+ * against the frame, then `applyMs` (jittered) for fwup's write and the reboot; then `fwup_progress` 100,
+ * `status_update` completed, and the device disconnects and joins again at once with the frame's
+ * `firmware_meta` (uuid, version, platform, architecture, product...). While it applies, a reconnect joins with
+ * `currently_downloading_uuid` set, as NervesHubLink's does. A `failShare` of the devices (chosen by the seed,
+ * the device and the firmware) report `failed` "FWUP error : ..." instead after the same wait and keep their
+ * firmware.
  */
 
 export interface SimulatorOptions {
@@ -30,11 +50,63 @@ export interface SimulatorOptions {
   heartbeatMs?: number;
   /** Where progress lines go (default: nowhere). */
   log?: (line: string) => void;
+  /** Time an update takes after its download (fwup's write and the reboot); default 3000 ms. */
+  applyMs?: number;
+  /** Spread of the apply time, a fraction of it either way (default 0.5: 1.5 s to 4.5 s for 3 s). */
+  applyJitter?: number;
+  /** Share of updates (0 to 1) that fail with an fwup error; which ones is fixed by `seed`. Default 0. */
+  failShare?: number;
+  /** Fixes the failing devices and the apply times (default "fleethub"). */
+  seed?: string;
+  /** The firmware the devices start on (default: uuid 00000000-..., version 0.0.0, platform and architecture sim). */
+  firmware?: Partial<SimulatedFirmware>;
 }
+
+/** The firmware a simulated device reports in its join (the `nerves_fw_*` keys). */
+export interface SimulatedFirmware {
+  uuid: string;
+  version: string;
+  platform: string;
+  architecture: string;
+  product: string;
+  author: string;
+  description: string;
+  vcs_identifier: string;
+  misc: string;
+}
+
+/** What one SimulatedDevice needs: the SimulatorOptions with their defaults applied. */
+export type DeviceOptions = Required<Omit<SimulatorOptions, 'log' | 'firmware'>> & {
+  log: (line: string) => void;
+  firmware?: Partial<SimulatedFirmware>;
+  /** Counts the devices applying an update at once (shared by the devices of one Simulator or process). */
+  gauge?: ApplyingGauge;
+};
+
+/** The update behaviour's defaults. */
+export const UPDATE_DEFAULTS = { applyMs: 3000, applyJitter: 0.5, failShare: 0, seed: 'fleethub' } as const;
+
+/** How one update ended on the device. */
+export type UpdateOutcome =
+  | { result: 'installed'; uuid: string }
+  | { result: 'failed'; uuid: string; reason: string }
+  | { result: 'ignored'; uuid: string };
 
 type Frame = [string | null, string | null, string, string, Record<string, unknown>];
 
-const INITIAL_UUID = '00000000-0000-5000-8000-000000000000';
+const INITIAL_FIRMWARE: SimulatedFirmware = {
+  uuid: '00000000-0000-5000-8000-000000000000',
+  version: '0.0.0',
+  platform: 'sim',
+  architecture: 'sim',
+  product: 'simulated',
+  author: 'fleethub simulator',
+  description: 'simulated device',
+  vcs_identifier: '',
+  misc: '',
+};
+/** NervesHubLink sends a progress value at most this often (and only when it grows). */
+const PROGRESS_INTERVAL_MS = 500;
 const MAX_BACKOFF_MS = 60_000;
 /** Mint's default `transport_opts[:timeout]`: TCP connect (and TLS handshake) of one attempt. */
 export const CONNECT_TIMEOUT_MS = 30_000;
@@ -57,12 +129,22 @@ export function simulatedIrohKey(identifier: string): string {
   return createHash('sha256').update(`fleethub-simulator:${identifier}`).digest('hex');
 }
 
-export class SimulatedDevice {
-  firmwareUuid = INITIAL_UUID;
-  version = '0.0.0';
+export class SimulatedDevice implements DeviceUpdateCounters {
+  /** The firmware it runs (reported in every join). */
+  firmware: SimulatedFirmware;
   /** Updates installed, connections made (for tests and the summary). */
   installed = 0;
   connects = 0;
+  updateFrames = 0;
+  downloads = 0;
+  bytes = 0;
+  failed = 0;
+  /** Told how each update ended (after the device acted on it; for an install, before it reconnects). */
+  onUpdateEnd: ((outcome: UpdateOutcome) => void) | null = null;
+  /** The uuid of the firmware being downloaded or applied (sent as `currently_downloading_uuid`). */
+  private applying: string | null = null;
+  private rebooting = false;
+  private abort = new AbortController();
   private ws: WebSocket | null = null;
   private ref = 0;
   private joinRefs = new Map<string, string>();
@@ -72,7 +154,6 @@ export class SimulatedDevice {
   private heartbeatRef: string | null = null;
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
-  private updating = false;
   private stopped = false;
   private pendingJoins = new Map<string, string>();
   private joinPayloads = new Map<string, Record<string, unknown>>();
@@ -81,8 +162,18 @@ export class SimulatedDevice {
 
   constructor(
     readonly identifier: string,
-    private readonly options: Required<Omit<SimulatorOptions, 'log'>> & { log: (line: string) => void },
-  ) {}
+    private readonly options: DeviceOptions,
+  ) {
+    this.firmware = { ...INITIAL_FIRMWARE, ...options.firmware };
+  }
+
+  get firmwareUuid(): string {
+    return this.firmware.uuid;
+  }
+
+  get version(): string {
+    return this.firmware.version;
+  }
 
   get connected(): boolean {
     return this.ws?.readyState === WebSocket.OPEN && this.joinRefs.has('device');
@@ -111,21 +202,22 @@ export class SimulatedDevice {
     ws.on('open', () => {
       this.failures = 0;
       this.connects++;
+      const fw = this.firmware;
       this.join('device', {
-        nerves_fw_uuid: this.firmwareUuid,
-        nerves_fw_product: 'simulated',
-        nerves_fw_version: this.version,
-        nerves_fw_platform: 'sim',
-        nerves_fw_architecture: 'sim',
-        nerves_fw_author: 'fleethub simulator',
-        nerves_fw_description: 'simulated device',
-        nerves_fw_vcs_identifier: '',
-        nerves_fw_misc: '',
+        nerves_fw_uuid: fw.uuid,
+        nerves_fw_product: fw.product,
+        nerves_fw_version: fw.version,
+        nerves_fw_platform: fw.platform,
+        nerves_fw_architecture: fw.architecture,
+        nerves_fw_author: fw.author,
+        nerves_fw_description: fw.description,
+        nerves_fw_vcs_identifier: fw.vcs_identifier,
+        nerves_fw_misc: fw.misc,
         fwup_version: '1.10.1',
         device_api_version: '2.3.0',
         console_version: '2.0.0',
         fwup_public_keys: 'on_connect',
-        currently_downloading_uuid: null,
+        currently_downloading_uuid: this.applying,
         meta: { firmware_validated: true, firmware_auto_revert_detected: false },
       });
       this.join('console', { console_version: '2.0.0', device_api_version: '2.3.0' });
@@ -154,6 +246,7 @@ export class SimulatedDevice {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort.abort(new Error('stopped'));
     if (this.retry) clearTimeout(this.retry);
     if (this.heartbeat) clearInterval(this.heartbeat);
     const ws = this.ws;
@@ -170,6 +263,16 @@ export class SimulatedDevice {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.retry) return;
+    if (this.rebooting) {
+      // Up again after the "reboot" (its time was part of the apply time): connect at once.
+      this.rebooting = false;
+      this.failures = 0;
+      this.retry = setTimeout(() => {
+        this.retry = null;
+        this.connect();
+      }, 0);
+      return;
+    }
     // NervesHubLink's backoff: 1 s doubling to 60 s, plus up to 50 % jitter.
     const base = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.failures);
     this.failures++;
@@ -267,70 +370,130 @@ export class SimulatedDevice {
     }
   }
 
-  /** Downloads the firmware (the bytes are counted, not kept), reports progress, and "reboots" into it. */
+  /**
+   * An `update` frame, as NervesHubLink's UpdateManager and streaming updater handle it (device-protocol.md 7.2
+   * to 7.4): ignored while an update runs; refused without fwup public keys; `ignored` when already on that
+   * firmware; else downloaded, checked, applied (or failed, for the fail share) and "rebooted" into.
+   */
   private async update(payload: Record<string, unknown>): Promise<void> {
-    const meta = payload.firmware_meta as { uuid?: unknown; version?: unknown } | null;
+    this.updateFrames++;
+    const meta = payload.firmware_meta;
     const url = payload.firmware_url;
-    if (this.updating || typeof url !== 'string' || !meta || typeof meta.uuid !== 'string') return;
+    if (this.applying !== null || typeof url !== 'string' || !isRecord(meta) || typeof meta.uuid !== 'string')
+      return;
+    const uuid = meta.uuid;
     if (this.keys.length === 0) {
       this.push('device', 'status_update', {
         status: 'failed',
         reason: 'Refusing unverified firmware : no public keys available',
       });
+      this.failed++;
+      this.onUpdateEnd?.({ result: 'failed', uuid, reason: 'no public keys' });
       return;
     }
-    if (meta.uuid === this.firmwareUuid) {
+    this.push('device', 'status_update', { status: 'received' });
+    if (uuid === this.firmware.uuid) {
       this.push('device', 'status_update', { status: 'ignored', reason: '' });
+      this.onUpdateEnd?.({ result: 'ignored', uuid });
       return;
     }
-    this.updating = true;
-    try {
-      this.push('device', 'status_update', { status: 'received' });
-      this.push('device', 'status_update', { status: 'started', downloader_network_interface: 'eth0' });
-      const res = await fetch(url, { headers: { 'User-Agent': 'NHL/simulator' } }).catch((err: unknown) => {
-        this.push('device', 'status_update', {
-          status: 'failed',
-          reason: `Download failed : ${String(err)}`,
-        });
-        return null;
-      });
-      if (!res) return;
-      const total = Number(res.headers.get('content-length'));
-      if (!res.ok || !res.body || !Number.isFinite(total)) {
-        await res.body?.cancel();
-        this.push('device', 'status_update', {
-          status: 'failed',
-          reason: `Download failed : HTTP ${res.status}`,
-        });
-        return;
-      }
-      let received = 0;
-      let reported = -1;
-      for await (const chunk of res.body) {
-        received += (chunk as Uint8Array).length;
-        const percent = total === 0 ? 100 : Math.floor((received / total) * 100);
-        if (percent >= reported + 10) {
-          reported = percent;
-          this.push('device', 'fwup_progress', { stage: 'updating', value: percent });
-        }
-      }
-      if (received !== total) {
-        this.push('device', 'status_update', { status: 'failed', reason: 'Download failed : short body' });
-        return;
-      }
-      this.push('device', 'fwup_progress', { stage: 'updating', value: 100 });
-      this.push('device', 'status_update', { status: 'completed' });
-      this.firmwareUuid = meta.uuid;
-      if (typeof meta.version === 'string') this.version = meta.version;
-      this.installed++;
-      this.options.log(`${this.identifier}: installed ${this.version} (${this.firmwareUuid}); rebooting`);
-      // "Reboot": reconnect at once, announcing the new firmware.
-      this.failures = 0;
-      this.ws?.close();
-    } finally {
-      this.updating = false;
+    this.applying = uuid;
+    this.options.gauge?.begin();
+    const outcome = await this.apply(url, uuid, meta, payload).finally(() => {
+      this.applying = null;
+      this.options.gauge?.end();
+    });
+    if (outcome.result === 'failed') {
+      this.failed++;
+      if (!this.stopped) this.push('device', 'status_update', { status: 'failed', reason: outcome.reason });
+    }
+    this.onUpdateEnd?.(outcome);
+    if (outcome.result === 'installed' && !this.stopped) {
+      // "Reboot": the socket closes and the device joins again at once, announcing the new firmware.
+      this.rebooting = true;
+      if (this.ws) this.ws.close();
+      else this.scheduleReconnect();
     }
   }
+
+  private async apply(
+    url: string,
+    uuid: string,
+    meta: Record<string, unknown>,
+    payload: Record<string, unknown>,
+  ): Promise<UpdateOutcome> {
+    const { seed } = this.options;
+    this.push('device', 'status_update', { status: 'started', downloader_network_interface: 'eth0' });
+    this.downloads++;
+    let counted = 0;
+    let lastPercent = -1;
+    let lastAt = 0;
+    const download = await downloadFirmware(url, expectedFirmware(payload), {
+      signal: this.abort.signal,
+      onBytes: (received, total) => {
+        this.bytes += received - counted;
+        counted = received;
+        // The streaming updater's fwup progress: an integer that grows, at most every 500 ms; 100 comes last.
+        const percent = total === 0 ? 99 : Math.min(99, Math.floor((received / total) * 100));
+        const now = Date.now();
+        if (percent > lastPercent && (lastPercent < 0 || now - lastAt >= PROGRESS_INTERVAL_MS)) {
+          lastPercent = percent;
+          lastAt = now;
+          this.push('device', 'fwup_progress', { stage: 'updating', value: percent });
+        }
+      },
+    });
+    this.bytes += download.bytes - counted;
+    if (!download.ok) return { result: 'failed', uuid, reason: download.reason };
+    const wait = applyTime(seed, this.identifier, uuid, this.options.applyMs, this.options.applyJitter);
+    const slept = await abortableSleep(wait, this.abort.signal);
+    if (!slept) return { result: 'failed', uuid, reason: 'Unexpected error : stopped' };
+    if (failsUpdate(seed, this.identifier, uuid, this.options.failShare)) {
+      return { result: 'failed', uuid, reason: 'FWUP error : simulated failure (--fail-share)' };
+    }
+    this.push('device', 'fwup_progress', { stage: 'updating', value: 100 });
+    this.push('device', 'status_update', { status: 'completed' });
+    const text = (key: string, fallback: string) => (typeof meta[key] === 'string' ? meta[key] : fallback);
+    const fw = this.firmware;
+    this.firmware = {
+      uuid,
+      version: text('version', fw.version),
+      platform: text('platform', fw.platform),
+      architecture: text('architecture', fw.architecture),
+      product: text('product', fw.product),
+      author: text('author', fw.author),
+      description: text('description', fw.description),
+      vcs_identifier: text('vcs_identifier', fw.vcs_identifier),
+      misc: text('misc', fw.misc),
+    };
+    this.installed++;
+    this.options.log(`${this.identifier}: installed ${this.firmware.version} (${uuid}); rebooting`);
+    return { result: 'installed', uuid };
+  }
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', done);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**
@@ -360,13 +523,17 @@ function connectWithTimeout(secure: boolean): typeof netConnect {
 /** N simulated devices named `<prefix>0001`... */
 export class Simulator {
   readonly devices: SimulatedDevice[];
+  /** Devices applying an update now, and the most at once. */
+  readonly gauge = new ApplyingGauge();
 
   constructor(options: SimulatorOptions) {
-    const full = {
+    const full: DeviceOptions = {
       prefix: 'sim-',
       heartbeatMs: 30_000,
       log: () => undefined,
-      ...options,
+      ...UPDATE_DEFAULTS,
+      ...withoutUndefined(options),
+      gauge: this.gauge,
     };
     const width = Math.max(4, String(options.devices).length);
     this.devices = Array.from(
@@ -385,6 +552,11 @@ export class Simulator {
 
   get connected(): number {
     return this.devices.filter((d) => d.connected).length;
+  }
+
+  /** Update frames, downloads, bytes, completions, failures and concurrency of all devices. */
+  updateStats(): UpdateStats {
+    return updateStats(this.devices, this.gauge);
   }
 
   async stop(): Promise<void> {

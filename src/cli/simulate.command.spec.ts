@@ -1,0 +1,40 @@
+import { UsageError } from './cli-command';
+import { updateOptions } from './simulate.command';
+
+describe('simulate: update flags', () => {
+  it('leaves unset flags to the simulator defaults', () => {
+    expect(updateOptions({})).toEqual({});
+  });
+
+  it('reads apply time, fail share, seed and the starting firmware', () => {
+    expect(
+      updateOptions({
+        applyMs: '0',
+        failShare: '0.05',
+        seed: 'run-1',
+        platform: 'rpi4',
+        architecture: 'aarch64',
+        firmwareVersion: '1.0.0',
+      }),
+    ).toEqual({
+      applyMs: 0,
+      failShare: 0.05,
+      seed: 'run-1',
+      firmware: { platform: 'rpi4', architecture: 'aarch64', version: '1.0.0' },
+    });
+    expect(updateOptions({ failShare: '1' })).toEqual({ failShare: 1 });
+    expect(updateOptions({ failShare: '.5' })).toEqual({ failShare: 0.5 });
+  });
+
+  it.each([
+    [{ applyMs: '-1' }, '--apply-ms must be a whole number of milliseconds up to 3600000'],
+    [{ applyMs: '1.5' }, '--apply-ms must be a whole number of milliseconds up to 3600000'],
+    [{ applyMs: '3600001' }, '--apply-ms must be a whole number of milliseconds up to 3600000'],
+    [{ failShare: '1.01' }, '--fail-share must be a number from 0 to 1'],
+    [{ failShare: '5%' }, '--fail-share must be a number from 0 to 1'],
+    [{ failShare: '' }, '--fail-share must be a number from 0 to 1'],
+    [{ platform: ' ' }, '--platform must not be empty'],
+  ])('refuses %j', (options, message) => {
+    expect(() => updateOptions(options)).toThrow(new UsageError(message));
+  });
+});
