@@ -201,6 +201,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     this.pendingJoins.clear();
     ws.on('open', () => {
       this.failures = 0;
+      this.rebooting = false;
       this.connects++;
       const fw = this.firmware;
       this.join('device', {
@@ -403,12 +404,14 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       this.applying = null;
       this.options.gauge?.end();
     });
+    // Stopped mid-update (the end of a run): neither reported nor counted.
+    if (this.stopped) return;
     if (outcome.result === 'failed') {
       this.failed++;
-      if (!this.stopped) this.push('device', 'status_update', { status: 'failed', reason: outcome.reason });
+      this.push('device', 'status_update', { status: 'failed', reason: outcome.reason });
     }
     this.onUpdateEnd?.(outcome);
-    if (outcome.result === 'installed' && !this.stopped) {
+    if (outcome.result === 'installed') {
       // "Reboot": the socket closes and the device joins again at once, announcing the new firmware.
       this.rebooting = true;
       if (this.ws) this.ws.close();
