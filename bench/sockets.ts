@@ -23,7 +23,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from 'pg';
-import { type DeviceOptions, SimulatedDevice, UPDATE_DEFAULTS } from '../src/cli/simulator';
+import {
+  type DeviceOptions,
+  SimulatedDevice,
+  type SimulatorOptions,
+  UPDATE_DEFAULTS,
+} from '../src/cli/simulator';
+import { ApplyingGauge, updateStats, type UpdateStats } from '../src/cli/simulated-update';
 import type { buildSignedFw } from './fw';
 import { sleep } from './paths';
 import { procStat, request, type Started, stopProcess } from './processes';
@@ -33,11 +39,11 @@ import type { Log, SeedInfo } from './seed';
 /** Descriptors the server keeps for everything but device sockets (listener, pool, bus, files, stdio...). */
 const FD_RESERVE = 500;
 /** Simulated devices per client process (each under the descriptor limit, and a fair share of a core). */
-const PER_WORKER = 5000;
+export const PER_WORKER = 5000;
 const GOAL_DEVICES = 20_000;
 const GOAL_STORM = 10_000;
 
-async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20) {
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20) {
   const started = Date.now();
   while (!(await predicate())) {
     if (Date.now() - started > timeoutMs) return null;
@@ -124,12 +130,14 @@ const heapDelta = (before: number | null, after: number | null, n: number) =>
 
 // ---------------------------------------------------------------- client processes
 
-interface WorkerBase {
+export interface WorkerBase {
   url: string;
   key: string;
   secret: string;
   prefix: string;
   width: number;
+  /** How the devices apply updates (default: at once after the download, never failing). */
+  update?: Pick<SimulatorOptions, 'applyMs' | 'applyJitter' | 'failShare' | 'seed' | 'firmware'>;
 }
 
 interface WorkerStatus {
@@ -150,6 +158,8 @@ interface Commands {
   connectedIdentifiers: (args: { limit: number }) => string[];
   /** Reports the arrival of the device's next `update` frame. */
   watch: (args: { identifier: string }) => boolean;
+  /** The update counters of this process's devices; `settled`: devices that installed or failed an update. */
+  updateStats: () => UpdateStats & { settled: number };
   stop: () => Promise<boolean>;
 }
 type Command = keyof Commands;
@@ -157,14 +167,16 @@ type CommandArgs<C extends Command> = Parameters<Commands[C]> extends [infer A] 
 type CommandResult<C extends Command> = Awaited<ReturnType<Commands[C]>>;
 
 type WorkerMessage =
-  | { event: 'status'; connected: number; at: number }
+  | { event: 'status'; connected: number; applying: number; at: number }
   | { event: 'frame'; identifier: string; at: number }
   | { event?: undefined; id: number; result?: unknown; error?: string };
 
-interface Worker {
+export interface Worker {
   index: number;
   child: ChildProcess;
   connected: number;
+  /** Devices of this process applying an update, as last reported. */
+  applying: number;
   target: number;
   reachedAt: number | null;
   onFrame: ((msg: { identifier: string; at: number }) => void) | null;
@@ -172,7 +184,7 @@ interface Worker {
 }
 
 /** One client process; `send` returns the reply to a command. */
-function startWorker(index: number): Worker {
+export function startWorker(index: number): Worker {
   const script = __filename.replace(/'/g, "'\\''");
   // The soft descriptor limit is raised to the hard limit before node starts (exec keeps the IPC descriptor).
   const child = spawn(
@@ -190,6 +202,7 @@ function startWorker(index: number): Worker {
     index,
     child,
     connected: 0,
+    applying: 0,
     target: 0,
     reachedAt: null,
     onFrame: null,
@@ -204,6 +217,7 @@ function startWorker(index: number): Worker {
   child.on('message', (msg: WorkerMessage) => {
     if (msg.event === 'status') {
       worker.connected = msg.connected;
+      worker.applying = msg.applying;
       if (worker.target > 0 && msg.connected >= worker.target && worker.reachedAt === null) {
         worker.reachedAt = msg.at;
       }
@@ -225,7 +239,7 @@ function startWorker(index: number): Worker {
   return worker;
 }
 
-function stopWorker(worker: Worker): Promise<void> {
+export function stopWorker(worker: Worker): Promise<void> {
   return new Promise((resolve) => {
     const { child } = worker;
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -245,13 +259,16 @@ function runWorker(): void {
   let devices: SimulatedDevice[] = [];
   let stats = { attempts: 0, errors: 0, samples: [] as string[] };
   let last = -1;
+  let lastApplying = -1;
+  const gauge = new ApplyingGauge();
   const byIdentifier = new Map<string, SimulatedDevice>();
   const report = () => {
     let connected = 0;
     for (const d of devices) if (d.connected) connected++;
-    if (connected !== last) {
+    if (connected !== last || gauge.current !== lastApplying) {
       last = connected;
-      send({ event: 'status', connected, at: Date.now() });
+      lastApplying = gauge.current;
+      send({ event: 'status', connected, applying: gauge.current, at: Date.now() });
     }
   };
   setInterval(report, 25);
@@ -270,9 +287,11 @@ function runWorker(): void {
         devices: count,
         prefix: base.prefix,
         heartbeatMs: 30_000,
-        // Updates are installed as soon as downloaded, as before the apply time existed.
+        // Unless the harness says otherwise, updates are installed as soon as downloaded, never failing.
         ...UPDATE_DEFAULTS,
         applyMs: 0,
+        ...base.update,
+        gauge,
         log: (line) => {
           stats.errors++;
           if (stats.samples.length < 5) stats.samples.push(line);
@@ -313,6 +332,11 @@ function runWorker(): void {
         samples: stats.samples,
         notJoined: notJoined.slice(0, 10),
       };
+    },
+    updateStats() {
+      let settled = 0;
+      for (const d of devices) if (d.installed > 0 || d.failed > 0) settled++;
+      return { ...updateStats(devices, gauge), settled };
     },
     connectedIdentifiers({ limit }) {
       return devices

@@ -1,0 +1,209 @@
+/**
+ * The `rollout` scenario (issue #15, item 6), a SKELETON NOT WIRED INTO `npm run bench`: nothing calls
+ * `rolloutScenario` yet. The harness will call it (behind its own flag, e.g. BENCH_ROLLOUT=1; never by default)
+ * once deployment groups exist, passing `startRollout`, which creates or activates the deployment group with
+ * the deployment API. This file measures only what the devices and the database show; it invents no number.
+ *
+ *  1. N simulated devices (the bench/sockets.ts client processes) registered in the product and connected,
+ *     running `update.firmware` (match the group's platform, architecture and version condition) and applying
+ *     updates as `update` says (apply time, fail share, seed);
+ *  2. `startRollout()` is awaited; from its call, every SAMPLE_MS: the product's pending updates (the server's
+ *     updates in flight) and the devices applying one (the client processes' last reports, summed);
+ *  3. until every device has installed or failed the update and the database shows each installed one on
+ *     `targetUuid` (or the timeout): the time to the whole fleet on the new release, the most in flight, the
+ *     update frames per device (the goal: exactly one each), downloads, bytes, completions and failures.
+ */
+import type { Client } from 'pg';
+import type { SimulatorOptions } from '../src/cli/simulator';
+import type { UpdateStats } from '../src/cli/simulated-update';
+import type { Log } from './seed';
+import { PER_WORKER, startWorker, stopWorker, waitFor, type Worker, type WorkerBase } from './sockets';
+
+const SAMPLE_MS = 50;
+
+export interface RolloutScenarioOptions {
+  url: string;
+  db: Client;
+  orgId: string;
+  productId: string;
+  /** A shared secret of the product. */
+  key: string;
+  secret: string;
+  devices: number;
+  /** How the devices apply updates, and the firmware they start on. */
+  update: Pick<SimulatorOptions, 'applyMs' | 'applyJitter' | 'failShare' | 'seed' | 'firmware'>;
+  /** The uuid of the firmware the rollout installs. */
+  targetUuid: string;
+  /** Starts the rollout (the deployment API calls); to be written by the harness. */
+  startRollout: () => Promise<void>;
+  log: Log;
+  /** Give up this long after the rollout started (default 120 s). */
+  timeoutMs?: number;
+}
+
+export interface RolloutResults {
+  devices: number;
+  joined: number;
+  all_joined_ms: number | null;
+  fail_share: number;
+  apply_ms: number | null;
+  /** From calling startRollout until every device installed or failed and the database agrees; null: timed out. */
+  all_settled_ms: number | null;
+  /** Devices the database shows on the target firmware at the end. */
+  on_target: number;
+  /** The most pending updates of the product seen at once (sampled every SAMPLE_MS). */
+  max_in_flight_server: number;
+  /** The most devices applying at once, summed over the client processes' last reports (sampled). */
+  max_applying_clients: number;
+  update_frames: number;
+  frames_per_device: Record<string, number>;
+  max_frames_per_device: number;
+  downloads: number;
+  bytes: number;
+  completions: number;
+  failures: number;
+}
+
+export async function rolloutScenario(o: RolloutScenarioOptions): Promise<RolloutResults> {
+  const prefix = `ro${Date.now().toString(36)}-`;
+  const width = Math.max(5, String(o.devices).length);
+  await o.db.query(
+    `INSERT INTO devices (org_id, product_id, identifier)
+     SELECT $1, $2, $3 || lpad(g::text, $4, '0') FROM generate_series(1, $5::int) AS g`,
+    [o.orgId, o.productId, prefix, width, o.devices],
+  );
+  const workers: Worker[] = [];
+  const count = Math.ceil(o.devices / PER_WORKER);
+  let sampler: NodeJS.Timeout | null = null;
+  try {
+    for (let i = 0; i < count; i++) workers.push(startWorker(i));
+    const base: WorkerBase = { url: o.url, key: o.key, secret: o.secret, prefix, width, update: o.update };
+    await Promise.all(workers.map((w) => w.send('init', base)));
+    const shares = workers.map((w, i) => ({
+      w,
+      from: i * PER_WORKER,
+      count: Math.max(0, Math.min(PER_WORKER, o.devices - i * PER_WORKER)),
+    }));
+    for (const s of shares) {
+      s.w.target = s.count;
+      s.w.reachedAt = null;
+    }
+    const connectStarted = Date.now();
+    await Promise.all(shares.map((s) => s.w.send('connect', { from: s.from, count: s.count })));
+    const joinedIn = await waitFor(() => workers.every((w) => w.reachedAt !== null), 180_000, 50);
+    const joined = workers.reduce((a, w) => a + w.connected, 0);
+    o.log(`  rollout: ${joined}/${o.devices} devices joined in ${joinedIn ?? '(timed out)'} ms`);
+
+    let maxServer = 0;
+    let maxClients = 0;
+    let sampling = false;
+    const sample = async () => {
+      if (sampling) return;
+      sampling = true;
+      try {
+        const { rows } = await o.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pending_updates p JOIN devices d ON d.id = p.device_id
+           WHERE d.product_id = $1`,
+          [o.productId],
+        );
+        maxServer = Math.max(maxServer, rows[0].n);
+        maxClients = Math.max(
+          maxClients,
+          workers.reduce((a, w) => a + w.applying, 0),
+        );
+      } finally {
+        sampling = false;
+      }
+    };
+    const onTarget = async () =>
+      (
+        await o.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM devices WHERE product_id = $1 AND firmware_metadata->>'uuid' = $2`,
+          [o.productId, o.targetUuid],
+        )
+      ).rows[0].n;
+    const stats = () => Promise.all(workers.map((w) => w.send('updateStats')));
+
+    const started = Date.now();
+    sampler = setInterval(() => void sample().catch(() => undefined), SAMPLE_MS);
+    await o.startRollout();
+    const settledIn = await waitFor(
+      async () => {
+        const all = await stats();
+        const settled = all.reduce((a, s) => a + s.settled, 0);
+        const completions = all.reduce((a, s) => a + s.completions, 0);
+        return settled === o.devices && (await onTarget()) === completions;
+      },
+      o.timeoutMs ?? 120_000,
+      250,
+    );
+    const allSettledMs = settledIn === null ? null : Date.now() - started;
+    clearInterval(sampler);
+    sampler = null;
+    await sample();
+    const final = merge(await stats());
+    const results: RolloutResults = {
+      devices: o.devices,
+      joined,
+      all_joined_ms:
+        joinedIn === null
+          ? null
+          : Math.max(...workers.map((w) => w.reachedAt ?? connectStarted)) - connectStarted,
+      fail_share: o.update.failShare ?? 0,
+      apply_ms: o.update.applyMs ?? null,
+      all_settled_ms: allSettledMs,
+      on_target: await onTarget(),
+      max_in_flight_server: maxServer,
+      max_applying_clients: maxClients,
+      update_frames: final.update_frames,
+      frames_per_device: final.frames_per_device,
+      max_frames_per_device: final.max_frames_per_device,
+      downloads: final.downloads,
+      bytes: final.bytes,
+      completions: final.completions,
+      failures: final.failures,
+    };
+    o.log(
+      `  rollout: ${allSettledMs === null ? 'not settled in time' : `settled in ${allSettledMs} ms`}; ` +
+        `${results.on_target}/${o.devices} on the target; at most ${maxServer} in flight (server), ` +
+        `${maxClients} applying (devices); frames per device ${JSON.stringify(final.frames_per_device)}; ` +
+        `${final.completions} installed, ${final.failures} failed`,
+    );
+    await Promise.all(workers.map((w) => w.send('stop')));
+    return results;
+  } finally {
+    if (sampler) clearInterval(sampler);
+    await Promise.all(workers.map(stopWorker));
+  }
+}
+
+/** The client processes' update counters as one. */
+function merge(all: UpdateStats[]): UpdateStats {
+  const out: UpdateStats = {
+    devices: 0,
+    update_frames: 0,
+    frames_per_device: {},
+    max_frames_per_device: 0,
+    downloads: 0,
+    bytes: 0,
+    completions: 0,
+    failures: 0,
+    applying_now: 0,
+    max_applying: 0,
+  };
+  for (const s of all) {
+    out.devices += s.devices;
+    out.update_frames += s.update_frames;
+    for (const [k, v] of Object.entries(s.frames_per_device))
+      out.frames_per_device[k] = (out.frames_per_device[k] ?? 0) + v;
+    out.max_frames_per_device = Math.max(out.max_frames_per_device, s.max_frames_per_device);
+    out.downloads += s.downloads;
+    out.bytes += s.bytes;
+    out.completions += s.completions;
+    out.failures += s.failures;
+    out.applying_now += s.applying_now;
+    // Per-process maxima at different moments: their sum bounds the fleet's maximum from above.
+    out.max_applying += s.max_applying;
+  }
+  return out;
+}
