@@ -240,6 +240,7 @@ describe('device channel payloads', () => {
         chunk_sha256: ['cd'.repeat(32)],
         tool: 'fwup',
         product_name: 'prod',
+        deployment_group_id: null,
       },
       'https://x/fw',
     );
