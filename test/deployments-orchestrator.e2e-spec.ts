@@ -201,6 +201,29 @@ describe('deployment orchestrator (two instances)', () => {
     expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
   }, 60_000);
 
+  it('claims racing on both instances never exceed concurrent_updates, and never claim a device twice', async () => {
+    const { group, devices: fleetDevices } = await fleet(10, { concurrent_updates: 4 });
+    await rows.update(group.id, { is_active: true });
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (i % 2 === 0 ? a : b).app.get(DeploymentOrchestrator).claim(group.id),
+      ),
+    );
+    const claimed = claims.flat();
+    expect(new Set(claimed).size).toBe(claimed.length);
+    expect(claimed.length).toBeLessThanOrEqual(4);
+    expect(await inFlight(group.id)).toBe(4);
+    const frames = () => fleetDevices.reduce((sum, d) => sum + d.updates.length, 0);
+    await eventually(
+      async () => frames(),
+      (n) => n === 4,
+    );
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(frames()).toBe(4);
+    expect(fleetDevices.every((d) => d.updates.length <= 1)).toBe(true);
+  }, 30_000);
+
   it.each([
     ['FIFO', 0],
     ['LIFO', 2],

@@ -265,6 +265,28 @@ describe('device channel payloads', () => {
     });
   });
 
+  it("names an orchestrated update's deployment group in deployment_id, as NervesHub's integer id", () => {
+    const row = {
+      firmware_id: '1',
+      delivered_at: null,
+      uuid: 'u',
+      version: '1.0.0',
+      platform: 'p',
+      architecture: 'a',
+      author: null,
+      description: null,
+      misc: null,
+      vcs_identifier: null,
+      size: '1',
+      sha256: 'ab'.repeat(32),
+      chunk_sha256: [],
+      tool: 'fwup' as const,
+      product_name: 'prod',
+      deployment_group_id: '42',
+    };
+    expect(updatePayload(row, 'https://x/fw').deployment_id).toBe(42);
+  });
+
   it('normalises update statuses', () => {
     expect(normaliseStatus('Received')).toBe('received');
     expect(normaliseStatus('FWUP error: bad')).toBe('failed');

@@ -26,7 +26,8 @@ export class PendingUpdatesRepository {
       `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
          ON CONFLICT (device_id) DO UPDATE
            SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
-               inserted_at = now(), delivered_at = NULL`,
+               inserted_at = now(), delivered_at = NULL,
+               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL`,
       [deviceId, firmwareId, requestedById],
     );
   }

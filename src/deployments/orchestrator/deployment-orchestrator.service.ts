@@ -41,7 +41,8 @@ export const DEFAULT_ORCHESTRATOR_TIMING: OrchestratorTiming = {
 interface GroupRun {
   timer: NodeJS.Timeout | null;
   running: boolean;
-  again: boolean;
+  /** Callers waiting for a run that starts after their trigger. */
+  waiting: (() => void)[];
 }
 
 /**
@@ -59,7 +60,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private readonly online = new Set<string>();
   private onlineTimer: NodeJS.Timeout | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
-  private sweeping = false;
+  private sweepRunning: Promise<void> | null = null;
+  private sweepQueued: Promise<void> | null = null;
   private stopped = false;
   private readonly paused: Counter;
 
@@ -104,7 +106,11 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     this.stopped = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.onlineTimer) clearTimeout(this.onlineTimer);
-    for (const run of this.runs.values()) if (run.timer) clearTimeout(run.timer);
+    for (const run of this.runs.values()) {
+      if (run.timer) clearTimeout(run.timer);
+      for (const resolve of run.waiting) resolve();
+      run.waiting = [];
+    }
     await this.leadership.close();
   }
 
@@ -114,22 +120,37 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   }
 
   /**
-   * Every sweep: take the lead of active groups nobody leads, give up groups no longer active, and run every
-   * group led here (expiry, re-sends, claim).
+   * A sweep: take the lead of active groups nobody leads, give up groups no longer active, and run every group
+   * led here (expiry, re-sends, claim). Resolves when it has finished: one runs at a time, and a sweep asked for
+   * while one runs follows it (at most one waits).
    */
-  async sweep(): Promise<void> {
-    if (this.sweeping || this.stopped) return;
-    this.sweeping = true;
+  sweep(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.sweepQueued) return this.sweepQueued;
+    const previous = this.sweepRunning ?? Promise.resolve();
+    const next: Promise<void> = previous.then(async () => {
+      this.sweepQueued = null;
+      this.sweepRunning = next;
+      try {
+        await this.sweepOnce();
+      } finally {
+        if (this.sweepRunning === next) this.sweepRunning = null;
+      }
+    });
+    this.sweepQueued = next;
+    return next;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    if (this.stopped) return;
     try {
       const active = await this.repo.activeGroupIds();
       const activeSet = new Set(active);
       await this.leadership.resign([...this.leadership.held].filter((id) => !activeSet.has(id)));
       await this.leadership.tryLead(active);
-      for (const id of this.leadership.held) this.schedule(id, 0);
+      await Promise.all([...this.leadership.held].map((id) => this.schedule(id, 0)));
     } catch (err) {
       this.logger.warn({ err }, 'deployment sweep failed');
-    } finally {
-      this.sweeping = false;
     }
   }
 
@@ -144,44 +165,48 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     const id = String(groupId);
     if (!/^\d{1,19}$/.test(id) || this.stopped) return;
     if (this.leadership.held.has(id)) {
-      this.schedule(id, this.timing.debounceMs);
+      void this.schedule(id, this.timing.debounceMs);
       return;
     }
     // A group nobody may lead yet (just created or activated): try now rather than at the next sweep.
     this.leadership
       .tryLead([id])
       .then((led) => {
-        if (led.length > 0) this.schedule(id, this.timing.debounceMs);
+        if (led.length > 0) void this.schedule(id, this.timing.debounceMs);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'deployment leadership attempt failed'));
   }
 
-  /** Runs the group after `delayMs`, once for every trigger arriving meanwhile. */
-  private schedule(groupId: string, delayMs: number): void {
+  /**
+   * Runs the group after `delayMs`, once for every trigger arriving meanwhile (a trigger during a run makes one
+   * more run after it). Resolves when a run started after this trigger has finished.
+   */
+  private schedule(groupId: string, delayMs: number): Promise<void> {
     let run = this.runs.get(groupId);
     if (!run) {
-      run = { timer: null, running: false, again: false };
+      run = { timer: null, running: false, waiting: [] };
       this.runs.set(groupId, run);
     }
-    if (run.running) {
-      run.again = true;
-      return;
-    }
-    if (run.timer) return;
     const state = run;
-    state.timer = setTimeout(() => {
-      state.timer = null;
-      void this.runGroup(groupId, state);
-    }, delayMs);
+    const done = new Promise<void>((resolve) => state.waiting.push(resolve));
+    if (!state.running && !state.timer) {
+      state.timer = setTimeout(() => {
+        state.timer = null;
+        void this.runGroup(groupId, state);
+      }, delayMs);
+    }
+    return done;
   }
 
   private async runGroup(groupId: string, run: GroupRun): Promise<void> {
+    const covered = run.waiting;
+    run.waiting = [];
     if (this.stopped || !this.leadership.held.has(groupId)) {
       this.runs.delete(groupId);
+      for (const resolve of [...covered, ...run.waiting]) resolve();
       return;
     }
     run.running = true;
-    run.again = false;
     try {
       await this.expire(groupId);
       await this.resendUndelivered(groupId);
@@ -190,9 +215,16 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
       this.logger.warn({ err, groupId }, 'deployment rollout step failed');
     } finally {
       run.running = false;
+      for (const resolve of covered) resolve();
     }
-    if (run.again) this.schedule(groupId, this.timing.debounceMs);
-    else this.runs.delete(groupId);
+    if (run.waiting.length === 0) {
+      this.runs.delete(groupId);
+      return;
+    }
+    run.timer = setTimeout(() => {
+      run.timer = null;
+      void this.runGroup(groupId, run);
+    }, this.timing.debounceMs);
   }
 
   /** Claims the group's next devices (one statement under the group's lock) and sends them their update. */

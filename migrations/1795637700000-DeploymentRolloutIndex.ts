@@ -1,0 +1,20 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * The deployment orchestrator's candidates: a group's connected devices in connection order (FIFO forwards, LIFO
+ * backwards). Partial, so that the index holds only connected devices; at 1,000,000 devices in one group with
+ * 10,000 connected the claim goes from a 110 ms sequential scan to a few ms (docs: the orchestrator's report).
+ */
+export class DeploymentRolloutIndex1795637700000 implements MigrationInterface {
+  name = 'DeploymentRolloutIndex1795637700000';
+
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `CREATE INDEX "devices_deployment_group_id_connected_at_idx" ON "devices" ("deployment_group_id", "connected_at", "id") WHERE connected_at IS NOT NULL`,
+    );
+  }
+
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP INDEX "public"."devices_deployment_group_id_connected_at_idx"`);
+  }
+}
