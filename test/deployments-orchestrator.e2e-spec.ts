@@ -374,14 +374,41 @@ describe('deployment orchestrator (two instances)', () => {
     expect(await releaseFailures(group.releaseId)).toBe(1);
   }, 30_000);
 
-  it('pauses the group when the release fails failure_threshold times; resumes only when re-activated', async () => {
-    const { group, devices: fleetDevices } = await fleet(4, { concurrent_updates: 2, failure_threshold: 2 });
+  it("expires a paused group's in-flight updates too", async () => {
+    const { group, devices: fleetDevices } = await fleet(1, { concurrent_updates: 1 });
+    const [device] = fleetDevices;
     await start(group.id);
-    const first = await eventually(
-      async () => fleetDevices.filter((d) => d.updates.length > 0),
-      (l) => l.length === 2,
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
     );
-    for (const device of first) await device.fail();
+    await rows.update(group.id, { is_active: false });
+    await a.db.query(`UPDATE pending_updates SET expires_at = now() WHERE deployment_group_id = $1`, [
+      group.id,
+    ]);
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(0);
+    expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(1);
+    expect(await releaseFailures(group.releaseId)).toBe(1);
+  }, 30_000);
+
+  it('pauses the group when the release fails failure_threshold times; resumes only when re-activated', async () => {
+    const { group, devices: fleetDevices } = await fleet(
+      4,
+      { concurrent_updates: 2, failure_threshold: 2, device_failure_threshold: 1 },
+      false,
+    );
+    const [first, second, third, fourth] = fleetDevices;
+    await first.connect(urlA);
+    await second.connect(urlB);
+    await start(group.id);
+    await eventually(
+      async () => first.updates.length + second.updates.length,
+      (n) => n === 2,
+    );
+    // Both fail (and go in the penalty box): the release has failed twice.
+    await first.fail();
+    await second.fail();
     const paused = await eventually(
       async () =>
         (
@@ -412,19 +439,20 @@ describe('deployment orchestrator (two instances)', () => {
     const metrics = [a, b].map(async (t) => (await t.http().get('/metrics')).text);
     const texts = await Promise.all(metrics);
     expect(texts.some((text) => /^fleethub_deployment_groups_paused_total 1$/m.test(text))).toBe(true);
-    // Paused: the sweeps start nobody.
+    // Paused: devices coming online and the sweeps start nobody.
+    await third.connect(urlA);
+    await fourth.connect(urlB);
     await a.app.get(DeploymentOrchestrator).sweep();
     await b.app.get(DeploymentOrchestrator).sweep();
     expect(await inFlight(group.id)).toBe(0);
-    const frames = () => fleetDevices.reduce((sum, d) => sum + d.updates.length, 0);
-    expect(frames()).toBe(2);
-    // A person activates it again: the next two devices (oldest connections first) are started.
+    expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 0, 0]);
+    // A person activates it again: the two waiting devices are started.
     await start(group.id);
     await eventually(
-      async () => frames(),
-      (n) => n === 4,
+      async () => third.updates.length + fourth.updates.length,
+      (n) => n === 2,
     );
-    expect(frames()).toBe(4);
+    expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 1, 1]);
     expect(await inFlight(group.id)).toBe(2);
   }, 30_000);
 

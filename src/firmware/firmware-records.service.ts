@@ -89,9 +89,9 @@ export class FirmwareRecordsService {
     return this.pendingUpdates.claimForDeployment(groupId, releaseId, newestFirst, tx);
   }
 
-  /** Deployment orchestrator: the group's updates past their expiry go; answers their devices and releases. */
-  expireDeploymentUpdates(groupId: string, tx?: Queryable) {
-    return this.pendingUpdates.deleteExpiredOfGroup(groupId, tx);
+  /** Deployment orchestrator: orchestrated updates past their expiry go; answers their devices and releases. */
+  expireDeploymentUpdates(tx?: Queryable) {
+    return this.pendingUpdates.deleteExpired(tx);
   }
 
   /** Deployment orchestrator: the group's claimed updates not yet sent to their connected device. */
@@ -105,8 +105,9 @@ export class FirmwareRecordsService {
    */
   async endDeliveredUpdateOf(
     deviceId: string,
+    tx?: Queryable,
   ): Promise<{ groupId: string | null; releaseId: string | null } | null> {
-    const row = await this.pendingUpdates.deleteDeliveredReturning(deviceId);
+    const row = await this.pendingUpdates.deleteDeliveredReturning(deviceId, tx);
     return row && { groupId: row.deployment_group_id, releaseId: row.deployment_release_id };
   }
 

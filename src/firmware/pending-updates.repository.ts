@@ -169,15 +169,18 @@ export class PendingUpdatesRepository {
     return rows.map((row) => row.device_id);
   }
 
-  /** Deployment orchestrator: deletes the group's updates past `expires_at`; answers their devices and releases. */
-  async deleteExpiredOfGroup(
-    groupId: string,
+  /**
+   * Deployment orchestrator: deletes the orchestrated updates past `expires_at` (of any group, paused ones
+   * included); answers their devices, groups and releases. Concurrent callers never both get a row.
+   */
+  async deleteExpired(
     tx: Queryable = this.db,
-  ): Promise<{ device_id: string; deployment_release_id: string }[]> {
-    const deleted = await tx.query<[{ device_id: string; deployment_release_id: string }[], number]>(
-      `DELETE FROM pending_updates WHERE deployment_group_id = $1 AND expires_at <= now()
-       RETURNING device_id, deployment_release_id`,
-      [groupId],
+  ): Promise<{ device_id: string; deployment_group_id: string; deployment_release_id: string }[]> {
+    const deleted = await tx.query<
+      [{ device_id: string; deployment_group_id: string; deployment_release_id: string }[], number]
+    >(
+      `DELETE FROM pending_updates WHERE expires_at <= now()
+       RETURNING device_id, deployment_group_id, deployment_release_id`,
     );
     return deleted[0];
   }
@@ -195,8 +198,9 @@ export class PendingUpdatesRepository {
   /** Deletes the device's delivered update (failed, ignored); answers its deployment group and release if any. */
   async deleteDeliveredReturning(
     deviceId: string,
+    tx: Queryable = this.db,
   ): Promise<{ deployment_group_id: string | null; deployment_release_id: string | null } | null> {
-    const deleted = await this.db.query<
+    const deleted = await tx.query<
       [{ deployment_group_id: string | null; deployment_release_id: string | null }[], number]
     >(
       `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL

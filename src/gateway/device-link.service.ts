@@ -228,29 +228,21 @@ export class DeviceLinkService {
   async completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
     const groupId = await this.firmwares.completeUpdateOf(deviceId, firmwareId);
     this.logger.log(`device ${deviceId} completed its update`);
-    if (groupId !== null)
-      this.signals.updateEnded({ deviceId, groupId, releaseId: null, outcome: 'completed' });
+    if (groupId !== null) this.signals.updateCompleted({ deviceId, groupId });
   }
 
   /**
    * A `status_update` for the delivered update. `failed` and `ignored` end it (the row is deleted, as NervesHub
-   * does); `rescheduled` puts it back in the queue for the next connection; the rest are recorded.
+   * does, by the deployment orchestrator when there is one, which records the failure with it); `rescheduled` puts it back in the queue for the next connection; the rest are recorded.
    */
   async statusUpdate(deviceId: string, payload: Record<string, unknown>): Promise<void> {
     const status = normaliseStatus(payload.status);
     if (status === null) return;
     if (status === 'failed' || status === 'ignored') {
       const reason = typeof payload.reason === 'string' ? payload.reason.slice(0, 500) : '';
-      const ended = await this.firmwares.endDeliveredUpdateOf(deviceId);
-      if (!ended) return;
-      this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
-      if (ended.groupId !== null && ended.releaseId !== null)
-        this.signals.updateEnded({
-          deviceId,
-          groupId: ended.groupId,
-          releaseId: ended.releaseId,
-          outcome: status,
-        });
+      const handled = this.signals.updateFailed(deviceId, status);
+      const ended = handled ? await handled : (await this.firmwares.endDeliveredUpdateOf(deviceId)) !== null;
+      if (ended) this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
       return;
     }
     if (status === 'rescheduled') {

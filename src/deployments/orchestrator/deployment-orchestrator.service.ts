@@ -12,7 +12,7 @@ import { Transactions } from '../../database/transactions';
 import { DeviceRecordsService } from '../../devices/device-records.service';
 import { FirmwareRecordsService } from '../../firmware/firmware-records.service';
 import { DeviceRelay } from '../../gateway/device-relay';
-import { type EndedUpdate, RolloutSignals } from '../../gateway/rollout-signals';
+import { type CompletedUpdate, type FailedOutcome, RolloutSignals } from '../../gateway/rollout-signals';
 import { MetricsService } from '../../metrics/metrics.service';
 import { LeadershipLocksRepository } from './leadership-locks.repository';
 import { DeploymentOrchestratorRepository } from './orchestrator.repository';
@@ -80,7 +80,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   ) {
     bus.subscribe(DEPLOYMENTS_CHANNEL, (payload) => this.onBus(payload));
     signals.onDeviceOnline((deviceId) => this.deviceOnline(deviceId));
-    signals.onUpdateEnded((ended) => this.updateEnded(ended));
+    signals.onUpdateCompleted((completed) => this.updateCompleted(completed));
+    signals.handleFailures((deviceId, outcome) => this.updateFailed(deviceId, outcome));
     this.paused = new Counter({
       name: 'fleethub_deployment_groups_paused_total',
       help: 'Deployment groups paused by fleethub because their release failed failure_threshold times',
@@ -120,8 +121,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   }
 
   /**
-   * A sweep: take the lead of active groups nobody leads, give up groups no longer active, and run every group
-   * led here (expiry, re-sends, claim). Resolves when it has finished: one runs at a time, and a sweep asked for
+   * A sweep: expire updates past their time, take the lead of active groups nobody leads, give up groups no
+   * longer active, and run every group led here (re-sends, claim). Resolves when it has finished: one runs at a time, and a sweep asked for
    * while one runs follows it (at most one waits).
    */
   sweep(): Promise<void> {
@@ -144,6 +145,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private async sweepOnce(): Promise<void> {
     if (this.stopped) return;
     try {
+      await this.expire();
       const active = await this.repo.activeGroupIds();
       const activeSet = new Set(active);
       await this.leadership.resign([...this.leadership.held].filter((id) => !activeSet.has(id)));
@@ -208,7 +210,6 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     }
     run.running = true;
     try {
-      await this.expire(groupId);
       await this.resendUndelivered(groupId);
       await this.claim(groupId);
     } catch (err) {
@@ -255,10 +256,13 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     if (undelivered.length > 0) await this.relay.deploymentUpdatesClaimed(undelivered);
   }
 
-  /** The group's updates past `expires_at` end as failures (an attempt each, the release's failed count). */
-  private async expire(groupId: string): Promise<void> {
-    await this.transactions.run(async (tx) => {
-      const expired = await this.firmwares.expireDeploymentUpdates(groupId, tx);
+  /**
+   * Updates past `expires_at` (any group, paused ones included) end as failures: an attempt each, the release's
+   * failed count; their groups' leaders are poked. Every instance runs it: a row is deleted by one of them only.
+   */
+  private async expire(): Promise<void> {
+    const groups = await this.transactions.run(async (tx) => {
+      const expired = await this.firmwares.expireDeploymentUpdates(tx);
       const byRelease = new Map<string, string[]>();
       for (const row of expired) {
         const ids = byRelease.get(row.deployment_release_id) ?? [];
@@ -266,20 +270,33 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
         byRelease.set(row.deployment_release_id, ids);
       }
       for (const [releaseId, deviceIds] of byRelease) await this.recordFailures(releaseId, deviceIds, tx);
-      if (expired.length > 0)
-        this.logger.warn(`deployment group ${groupId}: ${expired.length} update(s) expired`);
+      if (expired.length > 0) this.logger.warn(`${expired.length} deployment update(s) expired`);
+      return new Set(expired.map((row) => row.deployment_group_id));
     });
+    for (const groupId of groups) await this.poke(groupId);
   }
 
-  /** The gateway heard a device end its orchestrated update: the result is recorded and the leader poked. */
-  private async updateEnded(ended: EndedUpdate): Promise<void> {
-    if (ended.outcome === 'completed') {
-      await this.devices.clearUpdateAttempts(ended.deviceId);
-    } else if (ended.releaseId !== null) {
-      const releaseId = ended.releaseId;
-      await this.transactions.run((tx) => this.recordFailures(releaseId, [ended.deviceId], tx));
+  /** A device completed its orchestrated update: its attempts are cleared and the group's leader poked. */
+  private async updateCompleted({ deviceId, groupId }: CompletedUpdate): Promise<void> {
+    await this.devices.clearUpdateAttempts(deviceId);
+    await this.poke(groupId);
+  }
+
+  /**
+   * A device's delivered update failed or was ignored: the row goes and, for an orchestrated update, the failure
+   * is recorded in the same transaction; then the group's leader is poked. Answers whether there was a row.
+   */
+  private async updateFailed(deviceId: string, outcome: FailedOutcome): Promise<boolean> {
+    const ended = await this.transactions.run(async (tx) => {
+      const row = await this.firmwares.endDeliveredUpdateOf(deviceId, tx);
+      if (row?.releaseId) await this.recordFailures(row.releaseId, [deviceId], tx);
+      return row;
+    });
+    if (ended?.groupId) {
+      this.logger.log(`deployment group ${ended.groupId}: device ${deviceId} update ${outcome}`);
+      this.poke(ended.groupId).catch((err: unknown) => this.logger.warn({ err }, 'deployment poke failed'));
     }
-    await this.poke(ended.groupId);
+    return ended !== null;
   }
 
   /**
