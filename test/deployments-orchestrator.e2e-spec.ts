@@ -456,32 +456,69 @@ describe('deployment orchestrator (two instances)', () => {
     expect(await inFlight(group.id)).toBe(2);
   }, 30_000);
 
-  it('the leader dies mid-rollout: the other instance completes it, one update frame per device', async () => {
-    const { group, devices: fleetDevices } = await fleet(6, { concurrent_updates: 2 });
-    await start(group.id);
-    const leaderOf = () => [a, b].find((t) => t.app.get(LeadershipLocksRepository).held.has(group.id));
-    const first = await eventually(
-      async () => fleetDevices.filter((d) => d.updates.length > 0),
-      (l) => l.length === 2,
+  it('an update claimed but never sent (its claimer died) is sent once by the leader, never again', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, { concurrent_updates: 1 });
+    const [device] = fleetDevices;
+    // The claim of an instance that died before sending: a row no API writes.
+    await a.db.query(
+      `INSERT INTO pending_updates (device_id, firmware_id, deployment_group_id, deployment_release_id, expires_at)
+       SELECT d.id, r.firmware_id, r.deployment_group_id, r.id, now() + interval '1 hour'
+         FROM devices d, deployment_releases r WHERE d.identifier = $1 AND r.id = $2`,
+      [device.identifier, group.releaseId],
     );
-    const leader = leaderOf()!;
-    expect(leader).toBeDefined();
-    const survivor = leader === a ? b : a;
-    // The leader's orchestration dies (its leadership connection closes); its gateway keeps the sockets.
-    await leader.app.get(DeploymentOrchestrator).onApplicationShutdown();
-    const urlOf = (d: Device) => (fleetDevices.indexOf(d) % 2 === 0 ? urlA : urlB);
-    for (const device of first) await device.complete(urlOf(device), newUuid);
-    const done = new Set(first);
-    while (done.size < fleetDevices.length) {
-      const next = await eventually(
-        async () => fleetDevices.filter((d) => d.updates.length > 0 && !done.has(d)),
-        (l) => l.length > 0,
-      );
-      expect(fleetDevices.filter((d) => d.updates.length > 0).length - done.size).toBeLessThanOrEqual(2);
-      await next[0].complete(urlOf(next[0]), newUuid);
-      done.add(next[0]);
+    await rows.update(group.id, { is_active: true });
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    for (let i = 0; i < 3; i++) {
+      await a.app.get(DeploymentOrchestrator).sweep();
+      await b.app.get(DeploymentOrchestrator).sweep();
+      await rows.poke(group.id);
     }
-    expect(survivor.app.get(LeadershipLocksRepository).held.has(group.id)).toBe(true);
-    expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
-  }, 60_000);
+    await device.client.heartbeat();
+    expect(device.updates).toHaveLength(1);
+    expect(device.updates[0]).toMatchObject({ deployment_id: Number(group.id) });
+  }, 30_000);
+
+  it.each(['loses its leadership connection', 'stops orchestrating'] as const)(
+    'the leader %s mid-rollout: the rollout completes, one update frame per device',
+    async (death) => {
+      const { group, devices: fleetDevices } = await fleet(6, { concurrent_updates: 2 });
+      await start(group.id);
+      const leaderOf = () => [a, b].find((t) => t.app.get(LeadershipLocksRepository).held.has(group.id));
+      const first = await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0),
+        (l) => l.length === 2,
+      );
+      const leader = leaderOf()!;
+      expect(leader).toBeDefined();
+      const survivor = leader === a ? b : a;
+      if (death === 'stops orchestrating') {
+        // The leader's orchestration dies (its leadership connection closes); its gateway keeps the sockets.
+        await leader.app.get(DeploymentOrchestrator).onApplicationShutdown();
+      } else {
+        // Its connection is cut (no cleanup on its side): the locks go with it; whoever sweeps first leads.
+        await a.db.query(`SELECT pg_terminate_backend($1)`, [
+          leader.app.get(LeadershipLocksRepository).backendPid,
+        ]);
+      }
+      const urlOf = (d: Device) => (fleetDevices.indexOf(d) % 2 === 0 ? urlA : urlB);
+      for (const device of first) await device.complete(urlOf(device), newUuid);
+      const done = new Set(first);
+      while (done.size < fleetDevices.length) {
+        const next = await eventually(
+          async () => fleetDevices.filter((d) => d.updates.length > 0 && !done.has(d)),
+          (l) => l.length > 0,
+        );
+        expect(fleetDevices.filter((d) => d.updates.length > 0).length - done.size).toBeLessThanOrEqual(2);
+        await next[0].complete(urlOf(next[0]), newUuid);
+        done.add(next[0]);
+      }
+      if (death === 'stops orchestrating')
+        expect(survivor.app.get(LeadershipLocksRepository).held.has(group.id)).toBe(true);
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
+    },
+    60_000,
+  );
 });

@@ -16,10 +16,16 @@ export class LeadershipLocksRepository {
   private readonly logger = new Logger(LeadershipLocksRepository.name);
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
+  private pid: number | null = null;
   /** Groups whose lock this process holds on `client`. */
   readonly held = new Set<string>();
 
   constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The PostgreSQL backend pid of the leadership connection, null while there is none. */
+  get backendPid(): number | null {
+    return this.client ? this.pid : null;
+  }
 
   /** Tries to lead each group not led here yet; answers the groups newly led. */
   async tryLead(groupIds: readonly string[]): Promise<string[]> {
@@ -73,6 +79,8 @@ export class LeadershipLocksRepository {
     });
     client.on('end', () => this.lost(client));
     await client.connect();
+    const { rows } = await client.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
+    this.pid = rows[0].pid;
     this.client = client;
     return client;
   }
