@@ -224,6 +224,26 @@ describe('deployment orchestrator (two instances)', () => {
     expect(fleetDevices.every((d) => d.updates.length <= 1)).toBe(true);
   }, 30_000);
 
+  it('debounces: a storm of joins becomes a few claims', async () => {
+    const { group, devices: fleetDevices } = await fleet(30, { concurrent_updates: 100 }, false);
+    await rows.update(group.id, { is_active: true });
+    await a.app.get(DeploymentOrchestrator).sweep();
+    await b.app.get(DeploymentOrchestrator).sweep();
+    const spies = [a, b].map((t) => jest.spyOn(t.app.get(DeploymentOrchestrator), 'claim'));
+    try {
+      await Promise.all(fleetDevices.map((d, i) => d.connect(i % 2 === 0 ? urlA : urlB)));
+      await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0).length,
+        (n) => n === 30,
+      );
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
+      const claims = spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+      expect(claims).toBeLessThan(15);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  }, 30_000);
+
   it.each([
     ['FIFO', 0],
     ['LIFO', 2],
