@@ -58,6 +58,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private readonly logger = new Logger(DeploymentOrchestrator.name);
   private readonly runs = new Map<string, GroupRun>();
   private readonly online = new Set<string>();
+  /** When this instance last tried to lead a group on a poke. */
+  private readonly leadAttempts = new Map<string, number>();
   private onlineTimer: NodeJS.Timeout | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweepRunning: Promise<void> | null = null;
@@ -122,8 +124,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
 
   /**
    * A sweep: expire updates past their time, take the lead of active groups nobody leads, give up groups no
-   * longer active, and run every group led here (re-sends, claim). Resolves when it has finished: one runs at a time, and a sweep asked for
-   * while one runs follows it (at most one waits).
+   * longer active, and run every group led here (re-sends, claim). Resolves when it has finished: one runs at a
+   * time, and a sweep asked for while one runs follows it (at most one waits).
    */
   sweep(): Promise<void> {
     if (this.stopped) return Promise.resolve();
@@ -170,7 +172,12 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
       void this.schedule(id, this.timing.debounceMs);
       return;
     }
-    // A group nobody may lead yet (just created or activated): try now rather than at the next sweep.
+    // A group nobody may lead yet (just created or activated): try now rather than at the next sweep; at most
+    // once per half sweep, so that a leader elsewhere does not cost this instance a query per poke.
+    const now = Date.now();
+    if (now - (this.leadAttempts.get(id) ?? 0) < this.timing.sweepMs / 2) return;
+    this.leadAttempts.set(id, now);
+    if (this.leadAttempts.size > 10_000) this.leadAttempts.clear();
     this.leadership
       .tryLead([id])
       .then((led) => {
