@@ -8,7 +8,7 @@ import {
 import { Counter, Gauge } from 'prom-client';
 import { AuditService } from '../../audit/audit.service';
 import { InstanceBus } from '../../database/instance-bus/instance-bus';
-import { Transactions } from '../../database/transactions';
+import { Transactions, type Tx } from '../../database/transactions';
 import { DeviceRecordsService } from '../../devices/device-records.service';
 import { FirmwareRecordsService } from '../../firmware/firmware-records.service';
 import { DeviceRelay } from '../../gateway/device-relay';
@@ -314,7 +314,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private async recordFailures(
     releaseId: string,
     deviceIds: string[],
-    tx: Parameters<Parameters<Transactions['run']>[0]>[0],
+    tx: Tx,
   ): Promise<void> {
     const rule = await this.repo.failureRuleOfRelease(releaseId, tx);
     if (!rule) return;
