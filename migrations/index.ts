@@ -5,6 +5,7 @@ import { IrohEndpointCounts1795331669444 } from './1795331669444-IrohEndpointCou
 import { DeviceListCoveringIndexes1795331900000 } from './1795331900000-DeviceListCoveringIndexes';
 import { ShardedDeviceCounters1795336784756 } from './1795336784756-ShardedDeviceCounters';
 import { DeploymentGroups1795636317875 } from './1795636317875-DeploymentGroups';
+import { DeploymentRolloutIndexes1795637700000 } from './1795637700000-DeploymentRolloutIndexes';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -15,4 +16,5 @@ export const MIGRATIONS: Function[] = [
   DeviceListCoveringIndexes1795331900000,
   ShardedDeviceCounters1795336784756,
   DeploymentGroups1795636317875,
+  DeploymentRolloutIndexes1795637700000,
 ];

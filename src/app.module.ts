@@ -8,6 +8,7 @@ import { ContractValidationPipe } from './common/validation/validation.pipe';
 import type { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { DeploymentOrchestratorModule } from './deployments/orchestrator/deployment-orchestrator.module';
 import { DeviceAuthModule } from './device-auth/device-auth.module';
 import { DevicesModule } from './devices/devices.module';
 import { FirmwareModule } from './firmware/firmware.module';
@@ -38,6 +39,7 @@ export const FEATURE_MODULES = [
   DeviceAuthModule,
   MetricsModule,
   GatewayModule,
+  DeploymentOrchestratorModule,
 ];
 
 @Module({})

@@ -240,6 +240,7 @@ describe('device channel payloads', () => {
         chunk_sha256: ['cd'.repeat(32)],
         tool: 'fwup',
         product_name: 'prod',
+        deployment_group_id: null,
       },
       'https://x/fw',
     );
@@ -262,6 +263,28 @@ describe('device channel payloads', () => {
       partials_checksums: ['CD'.repeat(32)],
       deployment_id: null,
     });
+  });
+
+  it("names an orchestrated update's deployment group in deployment_id, as NervesHub's integer id", () => {
+    const row = {
+      firmware_id: '1',
+      delivered_at: null,
+      uuid: 'u',
+      version: '1.0.0',
+      platform: 'p',
+      architecture: 'a',
+      author: null,
+      description: null,
+      misc: null,
+      vcs_identifier: null,
+      size: '1',
+      sha256: 'ab'.repeat(32),
+      chunk_sha256: [],
+      tool: 'fwup' as const,
+      product_name: 'prod',
+      deployment_group_id: '42',
+    };
+    expect(updatePayload(row, 'https://x/fw').deployment_id).toBe(42);
   });
 
   it('normalises update statuses', () => {

@@ -88,4 +88,23 @@ export class DeviceRecordsService {
   countConnected(): Promise<number> {
     return this.devices.countConnected();
   }
+
+  /** The deployment groups of the devices `ids`, each once. */
+  deploymentGroupsOf(ids: readonly string[]): Promise<string[]> {
+    return this.devices.deploymentGroupsOf(ids);
+  }
+
+  /** Orchestrated updates of `ids` ended badly: an attempt each, the penalty box at the rule; answers who got it. */
+  recordUpdateFailures(
+    ids: readonly string[],
+    rule: { threshold: number; rateSeconds: number; rateAmount: number; penaltyMinutes: number },
+    tx?: Queryable,
+  ): Promise<string[]> {
+    return this.devices.recordUpdateFailures(ids, rule, tx);
+  }
+
+  /** The device's update completed: its update attempts and penalty box are cleared. */
+  clearUpdateAttempts(id: string, tx?: Queryable): Promise<void> {
+    return this.devices.clearUpdateAttempts(id, tx);
+  }
 }

@@ -26,6 +26,7 @@ export type FirmwareMetadata = Record<string, string | null>;
 @Index('devices_org_id_idx', ['orgId'])
 @Index('devices_connected_instance_id_idx', ['connectedInstanceId'])
 @Index('devices_deployment_group_id_idx', ['deploymentGroupId'])
+@Index('devices_deployment_group_id_connected_at_idx', { synchronize: false })
 export class Device {
   @BigIdColumn()
   id: string;

@@ -315,4 +315,51 @@ export class DevicesRepository {
     );
     return { devices: Number(counts.devices), connected: Number(counts.connected) };
   }
+
+  /**
+   * Deployment orchestrator: the deployment groups of `ids` (devices that just came online), each once; devices in
+   * no group are left out.
+   */
+  async deploymentGroupsOf(ids: readonly string[]): Promise<string[]> {
+    const rows = await this.db.query<{ id: string }[]>(
+      `SELECT DISTINCT deployment_group_id AS id FROM devices
+        WHERE id = ANY($1::bigint[]) AND deployment_group_id IS NOT NULL`,
+      [ids],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * Deployment orchestrator: an orchestrated update of each of `ids` failed, was ignored or expired. Appends an
+   * update attempt; a device reaching `rule.threshold` attempts, or `rule.rateAmount` attempts within the last
+   * `rule.rateSeconds`, goes in the penalty box for `rule.penaltyMinutes` instead (its attempts cleared, as
+   * NervesHub does). Answers the ids put in the penalty box.
+   */
+  async recordUpdateFailures(
+    ids: readonly string[],
+    rule: { threshold: number; rateSeconds: number; rateAmount: number; penaltyMinutes: number },
+    tx: Queryable = this.db,
+  ): Promise<string[]> {
+    const reached = `(cardinality(d.update_attempts) + 1 >= $2
+        OR (SELECT count(*) FROM unnest(d.update_attempts) t WHERE t > now() - make_interval(secs => $3)) + 1 >= $4)`;
+    const [rows] = await tx.query<[{ id: string; penalised: boolean }[], number]>(
+      `UPDATE devices d
+          SET updates_blocked_until = CASE WHEN ${reached} THEN now() + make_interval(mins => $5)
+                                           ELSE d.updates_blocked_until END,
+              update_attempts = CASE WHEN ${reached} THEN '{}'::timestamptz[] ELSE d.update_attempts || now() END
+        WHERE d.id = ANY($1::bigint[])
+       RETURNING d.id, cardinality(d.update_attempts) = 0 AS penalised`,
+      [ids, rule.threshold, rule.rateSeconds, rule.rateAmount, rule.penaltyMinutes],
+    );
+    return rows.filter((row) => row.penalised).map((row) => row.id);
+  }
+
+  /** Deployment orchestrator: the device's update completed: its attempts and penalty box are cleared. */
+  async clearUpdateAttempts(id: string, tx: Queryable = this.db): Promise<void> {
+    await tx.query(
+      `UPDATE devices SET update_attempts = '{}', updates_blocked_until = NULL
+        WHERE id = $1 AND (cardinality(update_attempts) > 0 OR updates_blocked_until IS NOT NULL)`,
+      [id],
+    );
+  }
 }

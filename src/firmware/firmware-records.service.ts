@@ -78,4 +78,46 @@ export class FirmwareRecordsService {
   countPendingUpdates(): Promise<number> {
     return this.pendingUpdates.count();
   }
+
+  /** Deployment orchestrator: claims the group's next devices for `releaseId` under the group's lock (`tx`). */
+  claimDeploymentUpdates(
+    groupId: string,
+    releaseId: string,
+    newestFirst: boolean,
+    tx: Queryable,
+  ): Promise<string[]> {
+    return this.pendingUpdates.claimForDeployment(groupId, releaseId, newestFirst, tx);
+  }
+
+  /** Deployment orchestrator: orchestrated updates past their expiry go; answers their devices and releases. */
+  expireDeploymentUpdates(tx?: Queryable) {
+    return this.pendingUpdates.deleteExpired(tx);
+  }
+
+  /** Deployment orchestrator: the group's claimed updates not yet sent to their connected device. */
+  undeliveredDeploymentUpdates(groupId: string): Promise<string[]> {
+    return this.pendingUpdates.undeliveredOfGroup(groupId);
+  }
+
+  /**
+   * The device's delivered update failed or was ignored (the row goes); answers the deployment group and release
+   * it belonged to (both null for a manual upgrade), or null when there was none.
+   */
+  async endDeliveredUpdateOf(
+    deviceId: string,
+    tx?: Queryable,
+  ): Promise<{ groupId: string | null; releaseId: string | null } | null> {
+    const row = await this.pendingUpdates.deleteDeliveredReturning(deviceId, tx);
+    return row && { groupId: row.deployment_group_id, releaseId: row.deployment_release_id };
+  }
+
+  /** The device runs `firmwareId`: the update is complete; answers its deployment group (null when manual). */
+  completeUpdateOf(deviceId: string, firmwareId: string): Promise<string | null> {
+    return this.pendingUpdates.deleteForFirmwareReturning(deviceId, firmwareId);
+  }
+
+  /** How many orchestrated updates are in flight. */
+  countDeploymentUpdates(): Promise<number> {
+    return this.pendingUpdates.countOrchestrated();
+  }
 }

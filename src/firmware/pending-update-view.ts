@@ -17,6 +17,8 @@ export interface PendingUpdateRow {
   chunk_sha256: string[];
   tool: FirmwareTool;
   product_name: string;
+  /** The deployment group of an orchestrated update (its `update` frame's `deployment_id`); null when manual. */
+  deployment_group_id: string | null;
 }
 
 /**
@@ -24,4 +26,5 @@ export interface PendingUpdateRow {
  * (DevicesRepository) and the pending update read (PendingUpdatesRepository).
  */
 export const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name`;
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name,
+              pu.deployment_group_id`;

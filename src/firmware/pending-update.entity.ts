@@ -12,6 +12,7 @@ import { Firmware } from './firmware.entity';
 @Entity('pending_updates')
 @Index('pending_updates_firmware_id_idx', ['firmwareId'])
 @Index('pending_updates_deployment_group_id_idx', ['deploymentGroupId'])
+@Index('pending_updates_expires_at_idx', { synchronize: false })
 export class PendingUpdate {
   @PrimaryColumn({ name: 'device_id', type: 'bigint' })
   deviceId: string;

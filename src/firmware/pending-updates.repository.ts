@@ -26,7 +26,8 @@ export class PendingUpdatesRepository {
       `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id) VALUES ($1, $2, $3)
          ON CONFLICT (device_id) DO UPDATE
            SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
-               inserted_at = now(), delivered_at = NULL`,
+               inserted_at = now(), delivered_at = NULL,
+               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL`,
       [deviceId, firmwareId, requestedById],
     );
   }
@@ -127,5 +128,102 @@ export class PendingUpdatesRepository {
       [orgId, requestedById, fromVersion, productName, limit],
     );
     return rows.length;
+  }
+
+  /**
+   * Deployment orchestrator: the atomic claim. Inserts a pending update to the release's firmware for at most
+   * `concurrent_updates` minus the group's rows already in flight of its candidate devices (connected, in the
+   * group, updates enabled, not in the penalty box, no pending update, firmware known and not the release's),
+   * oldest connection first (`newestFirst`: newest), and answers the devices claimed. Run under the group's claim
+   * lock (`tx`), so that two claims never both count the same free slots; a device claimed meanwhile by a manual
+   * upgrade is skipped (ON CONFLICT).
+   */
+  async claimForDeployment(
+    groupId: string,
+    releaseId: string,
+    newestFirst: boolean,
+    tx: Queryable,
+  ): Promise<string[]> {
+    const rows = await tx.query<{ device_id: string }[]>(
+      `INSERT INTO pending_updates
+              (device_id, firmware_id, requested_by_id, deployment_group_id, deployment_release_id, expires_at)
+       SELECT d.id, r.firmware_id, NULL, g.id, r.id, now() + make_interval(mins => g.inflight_update_expiration_minutes)
+         FROM deployment_groups g
+         JOIN deployment_releases r ON r.id = g.current_release_id AND r.id = $2
+         JOIN firmwares f ON f.id = r.firmware_id
+         CROSS JOIN LATERAL (SELECT count(*) AS n FROM pending_updates WHERE deployment_group_id = g.id) inflight
+         CROSS JOIN LATERAL (
+           SELECT d.id FROM devices d
+            WHERE d.deployment_group_id = g.id AND d.connected_at IS NOT NULL
+              AND d.connection_status = 'connected' AND d.updates_enabled
+              AND (d.updates_blocked_until IS NULL OR d.updates_blocked_until <= now())
+              AND d.firmware_metadata IS NOT NULL AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM f.uuid::text
+              AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.device_id = d.id)
+            ORDER BY d.connected_at ${newestFirst ? 'DESC' : 'ASC'}, d.id ${newestFirst ? 'DESC' : 'ASC'}
+            LIMIT GREATEST(g.concurrent_updates - inflight.n, 0)) d
+        WHERE g.id = $1 AND g.is_active
+       ON CONFLICT (device_id) DO NOTHING
+       RETURNING device_id`,
+      [groupId, releaseId],
+    );
+    return rows.map((row) => row.device_id);
+  }
+
+  /**
+   * Deployment orchestrator: deletes the orchestrated updates past `expires_at` (of any group, paused ones
+   * included); answers their devices, groups and releases. Concurrent callers never both get a row.
+   */
+  async deleteExpired(
+    tx: Queryable = this.db,
+  ): Promise<{ device_id: string; deployment_group_id: string; deployment_release_id: string }[]> {
+    const deleted = await tx.query<
+      [{ device_id: string; deployment_group_id: string; deployment_release_id: string }[], number]
+    >(
+      `DELETE FROM pending_updates WHERE expires_at <= now()
+       RETURNING device_id, deployment_group_id, deployment_release_id`,
+    );
+    return deleted[0];
+  }
+
+  /** Deployment orchestrator: the group's claimed updates not yet sent to their connected device. */
+  async undeliveredOfGroup(groupId: string): Promise<string[]> {
+    const rows = await this.db.query<{ device_id: string }[]>(
+      `SELECT pu.device_id FROM pending_updates pu JOIN devices d ON d.id = pu.device_id
+        WHERE pu.deployment_group_id = $1 AND pu.delivered_at IS NULL AND d.connection_status = 'connected'`,
+      [groupId],
+    );
+    return rows.map((row) => row.device_id);
+  }
+
+  /** Deletes the device's delivered update (failed, ignored); answers its deployment group and release if any. */
+  async deleteDeliveredReturning(
+    deviceId: string,
+    tx: Queryable = this.db,
+  ): Promise<{ deployment_group_id: string | null; deployment_release_id: string | null } | null> {
+    const deleted = await tx.query<
+      [{ deployment_group_id: string | null; deployment_release_id: string | null }[], number]
+    >(
+      `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL
+       RETURNING deployment_group_id, deployment_release_id`,
+      [deviceId],
+    );
+    return deleted[0][0] ?? null;
+  }
+
+  /** Deletes the device's update to `firmwareId` (it runs it); answers its deployment group if any, else null. */
+  async deleteForFirmwareReturning(deviceId: string, firmwareId: string): Promise<string | null> {
+    const deleted = await this.db.query<[{ deployment_group_id: string | null }[], number]>(
+      `DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2 RETURNING deployment_group_id`,
+      [deviceId, firmwareId],
+    );
+    return deleted[0][0]?.deployment_group_id ?? null;
+  }
+
+  /** How many orchestrated updates are in flight (all groups). */
+  async countOrchestrated(): Promise<number> {
+    const rows: { n: string }[] = await this.db.query(
+      `SELECT count(*) AS n FROM pending_updates WHERE deployment_group_id IS NOT NULL`,
+    );
+    return Number(rows[0].n);
   }
 }

@@ -13,6 +13,11 @@ export type DeviceBusMessage =
   | { kind: 'closes'; devices: string[] }
   /** The device's pending update changed: the instance holding its socket pushes it. */
   | { kind: 'update' }
+  /**
+   * The deployment orchestrator claimed updates for these devices (the envelope's `deviceId` is empty): the
+   * instance holding each socket pushes the update unless it was already sent.
+   */
+  | { kind: 'updates'; devices: string[] }
   /** One chunk of console code for the instance `to`; `part` counts from 0 to `parts - 1`. */
   | { kind: 'console'; to: string; request: string; part: number; parts: number; data: string }
   /** The answer to a console request: whether the code reached a console-joined socket. */

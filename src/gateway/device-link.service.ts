@@ -13,6 +13,7 @@ import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
 import { IrohClaimsService } from '../iroh/iroh-claims.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
+import { RolloutSignals } from './rollout-signals';
 
 export type { PendingUpdateRow } from '../firmware/firmware-records.service';
 
@@ -160,7 +161,8 @@ export function updatePayload(row: PendingUpdateRow, firmwareUrl: string): Recor
     size: Number(row.size),
     checksum: row.sha256.toUpperCase(),
     partials_checksums: row.chunk_sha256.map((sum) => sum.toUpperCase()),
-    deployment_id: null,
+    // The deployment group's id for an orchestrated update (NervesHub sends its deployment's integer id).
+    deployment_id: row.deployment_group_id === null ? null : Number(row.deployment_group_id),
   };
 }
 
@@ -193,6 +195,7 @@ export class DeviceLinkService {
     private readonly iroh: IrohClaimsService,
     @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
     private readonly firmwares: FirmwareRecordsService,
+    private readonly signals: RolloutSignals,
   ) {}
 
   /**
@@ -221,23 +224,25 @@ export class DeviceLinkService {
     return this.firmwares.markUpdateDelivered(deviceId, firmwareId);
   }
 
-  /** The device runs the target firmware: the update is complete. */
+  /** The device runs the target firmware: the update is complete (the deployment orchestrator is told). */
   async completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
-    await this.firmwares.completeUpdate(deviceId, firmwareId);
+    const groupId = await this.firmwares.completeUpdateOf(deviceId, firmwareId);
     this.logger.log(`device ${deviceId} completed its update`);
+    if (groupId !== null) this.signals.updateCompleted({ deviceId, groupId });
   }
 
   /**
    * A `status_update` for the delivered update. `failed` and `ignored` end it (the row is deleted, as NervesHub
-   * does); `rescheduled` puts it back in the queue for the next connection; the rest are recorded.
+   * does, by the deployment orchestrator when there is one, which records the failure with it); `rescheduled` puts it back in the queue for the next connection; the rest are recorded.
    */
   async statusUpdate(deviceId: string, payload: Record<string, unknown>): Promise<void> {
     const status = normaliseStatus(payload.status);
     if (status === null) return;
     if (status === 'failed' || status === 'ignored') {
       const reason = typeof payload.reason === 'string' ? payload.reason.slice(0, 500) : '';
-      if (await this.firmwares.endDeliveredUpdate(deviceId))
-        this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
+      const handled = this.signals.updateFailed(deviceId, status);
+      const ended = handled ? await handled : (await this.firmwares.endDeliveredUpdateOf(deviceId)) !== null;
+      if (ended) this.logger.warn(`device ${deviceId} update ${status}: ${reason}`);
       return;
     }
     if (status === 'rescheduled') {

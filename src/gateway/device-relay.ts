@@ -105,6 +105,24 @@ export class DeviceRelay {
   }
 
   /**
+   * The deployment orchestrator claimed updates for `deviceIds`: pushed at once to the sockets here, and in
+   * batches of ids to the other instances (hundreds of devices cost a few NOTIFYs). Each device gets its update
+   * once: a push finds the update already sent when a previous push (or the join) sent it.
+   */
+  async deploymentUpdatesClaimed(deviceIds: readonly string[]): Promise<void> {
+    const elsewhere: string[] = [];
+    for (const id of deviceIds) {
+      const conn = this.connections.of(id);
+      if (conn?.topics.has('device'))
+        void conn.enqueue(() => this.device.deliverUpdate(conn, undefined, true));
+      else elsewhere.push(id);
+    }
+    for (let i = 0; i < elsewhere.length; i += CLOSES_PER_MESSAGE) {
+      await this.bus.publish('', { kind: 'updates', devices: elsewhere.slice(i, i + CLOSES_PER_MESSAGE) });
+    }
+  }
+
+  /**
    * Other instances close their sockets of the device. Published at once when no `closes` message is on its
    * way; otherwise gathered until it is sent, then all in one message (a storm costs one NOTIFY per batch, not
    * one per connection, and a lone connection waits for nothing).
@@ -136,6 +154,15 @@ export class DeviceRelay {
         for (const id of message.devices) {
           const conn = this.connections.of(String(id));
           if (conn) void conn.close(1000, 'replaced by a newer connection');
+        }
+        return;
+      }
+      case 'updates': {
+        if (from === this.instanceId || !Array.isArray(message.devices)) return;
+        for (const id of message.devices) {
+          const conn = this.connections.of(String(id));
+          if (conn?.topics.has('device'))
+            void conn.enqueue(() => this.device.deliverUpdate(conn, undefined, true));
         }
         return;
       }

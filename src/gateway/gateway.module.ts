@@ -25,6 +25,7 @@ import { DeviceConsoleController, FirmwareDownloadController } from './gateway.c
 import { GatewayInstancesRepository } from './gateway-instances.repository';
 import { GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
 import { PresenceService } from './presence.service';
+import { RolloutSignals } from './rollout-signals';
 
 /**
  * The device side: the device socket and its channels, presence, the bus between instances, firmware downloads,
@@ -60,9 +61,10 @@ import { PresenceService } from './presence.service';
     ChannelRouter,
     DeviceRelay,
     DeviceGateway,
+    RolloutSignals,
     { provide: DeviceConsole, useClass: GatewayDeviceConsole },
     { provide: UpdateNotifier, useClass: GatewayUpdateNotifier },
   ],
-  exports: [DeviceConsole, UpdateNotifier, DeviceGateway, DeviceBus],
+  exports: [DeviceConsole, UpdateNotifier, DeviceGateway, DeviceBus, DeviceRelay, RolloutSignals],
 })
 export class GatewayModule {}

@@ -12,6 +12,7 @@ import {
 } from '../device-link.service';
 import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
 import { PresenceService } from '../presence.service';
+import { RolloutSignals } from '../rollout-signals';
 
 /**
  * The `device` channel (device-protocol.md 3): the join stores the firmware metadata and answers with the public
@@ -26,6 +27,7 @@ export class DeviceChannel {
     private readonly presence: PresenceService,
     private readonly admission: Admission,
     private readonly bus: DeviceBus,
+    private readonly signals: RolloutSignals,
   ) {}
 
   async join(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
@@ -55,6 +57,7 @@ export class DeviceChannel {
     conn.topics.set('device', frame.joinRef);
     conn.send(encodeReply(frame, 'ok', {}));
     await this.afterJoin(conn, params, joined.keys ?? [], joined.pending);
+    this.signals.deviceOnline(conn.deviceId);
   }
 
   private async afterJoin(
@@ -76,11 +79,18 @@ export class DeviceChannel {
 
   /**
    * Pushes the device's pending update, unless it already runs that firmware (then the update is complete) or
-   * is downloading it right now after a reconnect.
+   * is downloading it right now after a reconnect. `undeliveredOnly` (the deployment orchestrator's pushes): not
+   * when it was already sent, so that a push repeated for safety never becomes a second `update` frame (pushes
+   * to one connection run one after another, so the second one reads the first one's `delivered_at`).
    */
-  async deliverUpdate(conn: DeviceConnection, known?: PendingUpdateRow | null): Promise<void> {
+  async deliverUpdate(
+    conn: DeviceConnection,
+    known?: PendingUpdateRow | null,
+    undeliveredOnly = false,
+  ): Promise<void> {
     const pending = known === undefined ? await this.link.pendingUpdate(conn.deviceId) : known;
     if (!pending) return;
+    if (undeliveredOnly && pending.delivered_at !== null) return;
     if (conn.firmwareUuid === pending.uuid) {
       await this.link.completeUpdate(conn.deviceId, pending.firmware_id);
       return;

@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { Queryable } from '../../database/transactions';
+
+/** What a claim needs of its group, read under the group's claim lock. */
+export interface ClaimableGroup {
+  id: string;
+  current_release_id: string;
+  queue_management: 'FIFO' | 'LIFO';
+}
+
+/** The group rules an ended update is judged by (the group of the update's release). */
+export interface FailureRule {
+  group_id: string;
+  device_failure_threshold: number;
+  device_failure_rate_seconds: number;
+  device_failure_rate_amount: number;
+  penalty_timeout_minutes: number;
+}
+
+/** A group that paused itself: its release's failures reached `failure_threshold`. */
+export interface PausedGroup {
+  id: string;
+  org_id: string;
+  name: string;
+  release_number: number;
+  failed_count: number;
+  paused_reason: string;
+}
+
+/** The deployment orchestrator's statements over deployment_groups and deployment_releases. */
+@Injectable()
+export class DeploymentOrchestratorRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The groups that roll out now: active, with a current release. */
+  async activeGroupIds(): Promise<string[]> {
+    const rows = await this.db.query<{ id: string }[]>(
+      `SELECT id FROM deployment_groups WHERE is_active AND current_release_id IS NOT NULL`,
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * Takes the group's claim lock until `tx` ends (every claim of the group, on any instance, waits for it) and
+   * reads the group, or null when it is not active or has no release.
+   */
+  async lockForClaim(groupId: string, tx: Queryable): Promise<ClaimableGroup | null> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('deployment-claim'), hashtext($1))`, [groupId]);
+    const [row] = await tx.query<ClaimableGroup[]>(
+      `SELECT id, current_release_id, queue_management FROM deployment_groups
+        WHERE id = $1 AND is_active AND current_release_id IS NOT NULL`,
+      [groupId],
+    );
+    return row ?? null;
+  }
+
+  /** The rules of the release's group, or null when the release is gone. */
+  async failureRuleOfRelease(releaseId: string, tx: Queryable = this.db): Promise<FailureRule | null> {
+    const [row] = await tx.query<FailureRule[]>(
+      `SELECT g.id AS group_id, g.device_failure_threshold, g.device_failure_rate_seconds,
+              g.device_failure_rate_amount, g.penalty_timeout_minutes
+         FROM deployment_releases r JOIN deployment_groups g ON g.id = r.deployment_group_id
+        WHERE r.id = $1`,
+      [releaseId],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * Adds `count` failed updates to the release; when it is its group's current release and its failures reach
+   * the group's `failure_threshold`, the active group pauses itself (inactive, with the reason and time). Answers
+   * the paused group, or null.
+   */
+  async addReleaseFailures(releaseId: string, count: number, tx: Queryable): Promise<PausedGroup | null> {
+    // An UPDATE answers [rows, count] through TypeORM.
+    const [[row]] = await tx.query<[PausedGroup[], number]>(
+      `WITH r AS (UPDATE deployment_releases SET failed_count = failed_count + $2, updated_at = now()
+                   WHERE id = $1 RETURNING id, deployment_group_id, number, failed_count)
+       UPDATE deployment_groups g
+          SET is_active = false, paused_at = now(), updated_at = now(),
+              paused_reason = format('paused by fleethub: %s updates of release %s failed', r.failed_count, r.number)
+         FROM r
+        WHERE g.id = r.deployment_group_id AND g.current_release_id = r.id AND g.is_active
+          AND r.failed_count >= g.failure_threshold
+       RETURNING g.id, g.org_id, g.name, r.number AS release_number, r.failed_count, g.paused_reason`,
+      [releaseId, count],
+    );
+    return row ?? null;
+  }
+}

@@ -1,0 +1,544 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { DataSource } from 'typeorm';
+import {
+  DeploymentOrchestrator,
+  ORCHESTRATOR_TIMING,
+} from '../src/deployments/orchestrator/deployment-orchestrator.service';
+import { LeadershipLocksRepository } from '../src/deployments/orchestrator/leadership-locks.repository';
+import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
+import { DeploymentRows, type GroupSettings } from './support/deployment-rows';
+import { DeviceSocketClient, type Frame } from './support/device-socket-client';
+import { type TestUser, unique } from './support/fixtures';
+import { listenOnLoopback } from './support/listening-app';
+import { createTestApp, type TestApp } from './support/test-app';
+
+/** Authenticates `x-test-device: <identifier>` against the database. */
+class FakeAuthenticator extends DeviceAuthenticator {
+  db: DataSource | null = null;
+
+  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
+    const identifier = headers['x-test-device'];
+    if (typeof identifier !== 'string' || !this.db) return null;
+    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
+      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
+      [identifier],
+    );
+    if (!row) return null;
+    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
+  }
+}
+
+const OLD_UUID = '11111111-2222-5333-8444-555555555555';
+const TIMING = { sweepMs: 300, debounceMs: 20, onlineBatchMs: 20 };
+
+function joinParams(uuid: string) {
+  return {
+    nerves_fw_uuid: uuid,
+    nerves_fw_product: 'p',
+    nerves_fw_version: '1.0.0',
+    nerves_fw_platform: 'rpi4',
+    nerves_fw_architecture: 'aarch64',
+    device_api_version: '2.0.0',
+    currently_downloading_uuid: null,
+  };
+}
+
+async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A simulated device: its socket, and every `update` frame it received (never consumed by `next`). */
+class Device {
+  updates: Record<string, unknown>[] = [];
+  client!: DeviceSocketClient;
+
+  constructor(readonly identifier: string) {}
+
+  async connect(url: string, uuid = OLD_UUID): Promise<void> {
+    this.client = await DeviceSocketClient.connect(url, { 'x-test-device': this.identifier });
+    this.client.ws.on('message', (data: Buffer) => {
+      const frame = JSON.parse(data.toString('utf8')) as Frame;
+      if (frame[2] === 'device' && frame[3] === 'update')
+        this.updates.push(frame[4] as Record<string, unknown>);
+    });
+    const reply = await this.client.join('device', joinParams(uuid));
+    expect(reply[4]).toEqual({ status: 'ok', response: {} });
+  }
+
+  /** The update applied: reboot and rejoin with the new firmware. */
+  async complete(url: string, uuid: string): Promise<void> {
+    await this.client.close();
+    await this.connect(url, uuid);
+  }
+
+  async fail(status: 'failed' | 'ignored' = 'failed'): Promise<void> {
+    this.client.push('device', 'status_update', { status, reason: 'test' });
+    await this.client.heartbeat();
+  }
+}
+
+describe('deployment orchestrator (two instances)', () => {
+  const authA = new FakeAuthenticator();
+  const authB = new FakeAuthenticator();
+  let a: TestApp;
+  let b: TestApp;
+  let urlA: string;
+  let urlB: string;
+  let admin: TestUser;
+  let org: string;
+  let product: string;
+  let newUuid: string;
+  let rows: DeploymentRows;
+  const devices: Device[] = [];
+
+  beforeAll(async () => {
+    const timing = { provide: ORCHESTRATOR_TIMING, useValue: TIMING };
+    a = await createTestApp({}, { overrides: [{ provide: DeviceAuthenticator, useValue: authA }, timing] });
+    authA.db = a.db;
+    urlA = (await listenOnLoopback(a)).url;
+    b = await createTestApp(
+      {},
+      { databaseUrl: a.databaseUrl, overrides: [{ provide: DeviceAuthenticator, useValue: authB }, timing] },
+    );
+    authB.db = b.db;
+    urlB = (await listenOnLoopback(b)).url;
+    admin = await a.fixtures.user();
+    org = await a.fixtures.org(admin);
+    product = await a.fixtures.product(admin, org);
+    newUuid = (await a.fixtures.firmware(admin, org, product, { version: '2.0.0' })).uuid;
+    rows = new DeploymentRows(a.db);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const device of devices) await device.client?.close().catch(() => undefined);
+    await b?.close();
+    await a?.close();
+  });
+
+  /** `count` devices of the product, connected one after another (alternating instances), in a new group. */
+  async function fleet(count: number, settings: GroupSettings, connect = true) {
+    const ids = Array.from({ length: count }, () => unique('dev-'));
+    await a.fixtures.devices(admin, org, product, ids);
+    const group = await rows.group(org, product, newUuid, unique('group-'), {
+      is_active: false,
+      ...settings,
+    });
+    await rows.members(group.id, ids);
+    const fleetDevices = ids.map((id) => new Device(id));
+    devices.push(...fleetDevices);
+    if (connect) {
+      for (const [i, device] of fleetDevices.entries()) await device.connect(i % 2 === 0 ? urlA : urlB);
+    }
+    return { group, devices: fleetDevices };
+  }
+
+  async function start(groupId: string) {
+    await rows.update(groupId, { is_active: true });
+    await rows.poke(groupId);
+  }
+
+  const inFlight = async (groupId: string) =>
+    Number(
+      (
+        await a.db.query<{ n: string }[]>(
+          `SELECT count(*) AS n FROM pending_updates WHERE deployment_group_id = $1`,
+          [groupId],
+        )
+      )[0].n,
+    );
+
+  const deviceRow = async (identifier: string) =>
+    (
+      await a.db.query<{ update_attempts: Date[]; updates_blocked_until: Date | null }[]>(
+        `SELECT update_attempts, updates_blocked_until FROM devices WHERE identifier = $1`,
+        [identifier],
+      )
+    )[0];
+
+  const releaseFailures = async (releaseId: string) =>
+    Number(
+      (
+        await a.db.query<{ n: number }[]>(`SELECT failed_count AS n FROM deployment_releases WHERE id = $1`, [
+          releaseId,
+        ])
+      )[0].n,
+    );
+
+  it('never has more than concurrent_updates in flight; completion by rejoin frees a slot; one frame each', async () => {
+    const { group, devices: fleetDevices } = await fleet(8, { concurrent_updates: 3 });
+    await start(group.id);
+    let maxInFlight = 0;
+    const completed = new Set<string>();
+    while (completed.size < fleetDevices.length) {
+      const receiving = await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0 && !completed.has(d.identifier)),
+        (list) => list.length > 0,
+      );
+      const frames = fleetDevices.filter((d) => d.updates.length > 0).length - completed.size;
+      maxInFlight = Math.max(maxInFlight, frames, await inFlight(group.id));
+      expect(frames).toBeLessThanOrEqual(3);
+      const next = receiving[0];
+      expect(next.updates[0]).toMatchObject({ update_available: true, deployment_id: Number(group.id) });
+      expect((next.updates[0].firmware_meta as { uuid: string }).uuid).toBe(newUuid);
+      await next.complete(fleetDevices.indexOf(next) % 2 === 0 ? urlA : urlB, newUuid);
+      completed.add(next.identifier);
+    }
+    expect(maxInFlight).toBe(3);
+    await eventually(
+      () => inFlight(group.id),
+      (n) => n === 0,
+    );
+    expect(await inFlight(group.id)).toBe(0);
+    expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
+  }, 60_000);
+
+  it('claims racing on both instances never exceed concurrent_updates, and never claim a device twice', async () => {
+    const { group, devices: fleetDevices } = await fleet(10, { concurrent_updates: 4 });
+    await rows.update(group.id, { is_active: true });
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (i % 2 === 0 ? a : b).app.get(DeploymentOrchestrator).claim(group.id),
+      ),
+    );
+    const claimed = claims.flat();
+    expect(new Set(claimed).size).toBe(claimed.length);
+    expect(claimed.length).toBeLessThanOrEqual(4);
+    expect(await inFlight(group.id)).toBe(4);
+    const frames = () => fleetDevices.reduce((sum, d) => sum + d.updates.length, 0);
+    await eventually(
+      async () => frames(),
+      (n) => n === 4,
+    );
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(frames()).toBe(4);
+    expect(fleetDevices.every((d) => d.updates.length <= 1)).toBe(true);
+  }, 30_000);
+
+  it('debounces: a storm of joins becomes a few claims', async () => {
+    const { group, devices: fleetDevices } = await fleet(30, { concurrent_updates: 100 }, false);
+    await rows.update(group.id, { is_active: true });
+    await a.app.get(DeploymentOrchestrator).sweep();
+    await b.app.get(DeploymentOrchestrator).sweep();
+    const spies = [a, b].map((t) => jest.spyOn(t.app.get(DeploymentOrchestrator), 'claim'));
+    try {
+      await Promise.all(fleetDevices.map((d, i) => d.connect(i % 2 === 0 ? urlA : urlB)));
+      await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0).length,
+        (n) => n === 30,
+      );
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
+      const claims = spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+      expect(claims).toBeLessThan(15);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  }, 30_000);
+
+  it.each([
+    ['FIFO', 0],
+    ['LIFO', 2],
+  ] as const)(
+    '%s: the device connected %s-th first is updated first',
+    async (queue, index) => {
+      const { group, devices: fleetDevices } = await fleet(3, {
+        concurrent_updates: 1,
+        queue_management: queue,
+      });
+      await start(group.id);
+      await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0),
+        (l) => l.length > 0,
+      );
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual([0, 1, 2].map((i) => (i === index ? 1 : 0)));
+    },
+    30_000,
+  );
+
+  it('skips devices not connected, in the penalty box, with updates disabled or already on the release', async () => {
+    const { group, devices: fleetDevices } = await fleet(5, { concurrent_updates: 10 }, false);
+    const [offline, blocked, disabled, current, eligible] = fleetDevices;
+    await blocked.connect(urlA);
+    await disabled.connect(urlB);
+    await current.connect(urlA, newUuid);
+    await eligible.connect(urlB);
+    await a.db.query(
+      `UPDATE devices SET updates_blocked_until = now() + interval '1 hour' WHERE identifier = $1`,
+      [blocked.identifier],
+    );
+    await a.db.query(`UPDATE devices SET updates_enabled = false WHERE identifier = $1`, [
+      disabled.identifier,
+    ]);
+    await start(group.id);
+    await eventually(
+      async () => eligible.updates.length,
+      (n) => n > 0,
+    );
+    // Several sweeps later, still nobody else.
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(1);
+    expect([offline, blocked, disabled, current, eligible].map((d) => d.updates.length)).toEqual([
+      0, 0, 0, 0, 1,
+    ]);
+    // The offline device connects: it is picked.
+    await offline.connect(urlA);
+    await eventually(
+      async () => offline.updates.length,
+      (n) => n > 0,
+    );
+    expect(offline.updates).toHaveLength(1);
+  }, 30_000);
+
+  it('failures: an attempt each, the penalty box at device_failure_threshold, attempts cleared', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, {
+      concurrent_updates: 1,
+      device_failure_threshold: 2,
+      failure_threshold: 100,
+    });
+    const [device] = fleetDevices;
+    await start(group.id);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    await device.fail();
+    await eventually(
+      () => deviceRow(device.identifier),
+      (row) => row.update_attempts.length === 1,
+    );
+    expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(1);
+    // Not blocked yet: it is tried again.
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 2,
+    );
+    expect(device.updates).toHaveLength(2);
+    await device.fail('ignored');
+    const row = await eventually(
+      () => deviceRow(device.identifier),
+      (r) => r.updates_blocked_until !== null,
+    );
+    expect(row.updates_blocked_until!.getTime()).toBeGreaterThan(Date.now() + 23 * 3600_000);
+    expect(row.update_attempts).toEqual([]);
+    expect(await releaseFailures(group.releaseId)).toBe(2);
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(0);
+    expect(device.updates).toHaveLength(2);
+  }, 30_000);
+
+  it('failures: the penalty box at device_failure_rate_amount within device_failure_rate_seconds', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, {
+      concurrent_updates: 1,
+      device_failure_threshold: 50,
+      device_failure_rate_amount: 2,
+      device_failure_rate_seconds: 60,
+    });
+    const [device] = fleetDevices;
+    // An old attempt does not count towards the rate.
+    await a.db.query(
+      `UPDATE devices SET update_attempts = ARRAY[now() - interval '1 hour'] WHERE identifier = $1`,
+      [device.identifier],
+    );
+    await start(group.id);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    await device.fail();
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 2,
+    );
+    expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(2);
+    await device.fail();
+    const row = await eventually(
+      () => deviceRow(device.identifier),
+      (r) => r.updates_blocked_until !== null,
+    );
+    expect(row.updates_blocked_until).not.toBeNull();
+  }, 30_000);
+
+  it('expires in-flight updates past expires_at: counted as a failed attempt', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, {
+      concurrent_updates: 1,
+      device_failure_threshold: 1,
+    });
+    const [device] = fleetDevices;
+    await start(group.id);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    // The hour would be long to wait: the row is made to expire by hand.
+    await a.db.query(
+      `UPDATE pending_updates SET expires_at = now() - interval '1 second' WHERE deployment_group_id = $1`,
+      [group.id],
+    );
+    const row = await eventually(
+      () => deviceRow(device.identifier),
+      (r) => r.updates_blocked_until !== null,
+    );
+    expect(row.updates_blocked_until).not.toBeNull();
+    expect(await inFlight(group.id)).toBe(0);
+    expect(await releaseFailures(group.releaseId)).toBe(1);
+  }, 30_000);
+
+  it("expires a paused group's in-flight updates too", async () => {
+    const { group, devices: fleetDevices } = await fleet(1, { concurrent_updates: 1 });
+    const [device] = fleetDevices;
+    await start(group.id);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    await rows.update(group.id, { is_active: false });
+    await a.db.query(`UPDATE pending_updates SET expires_at = now() WHERE deployment_group_id = $1`, [
+      group.id,
+    ]);
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(0);
+    expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(1);
+    expect(await releaseFailures(group.releaseId)).toBe(1);
+  }, 30_000);
+
+  it('pauses the group when the release fails failure_threshold times; resumes only when re-activated', async () => {
+    const { group, devices: fleetDevices } = await fleet(
+      4,
+      { concurrent_updates: 2, failure_threshold: 2, device_failure_threshold: 1 },
+      false,
+    );
+    const [first, second, third, fourth] = fleetDevices;
+    await first.connect(urlA);
+    await second.connect(urlB);
+    await start(group.id);
+    await eventually(
+      async () => first.updates.length + second.updates.length,
+      (n) => n === 2,
+    );
+    // Both fail (and go in the penalty box): the release has failed twice.
+    await first.fail();
+    await second.fail();
+    const paused = await eventually(
+      async () =>
+        (
+          await a.db.query<{ is_active: boolean; paused_reason: string | null; paused_at: Date | null }[]>(
+            `SELECT is_active, paused_reason, paused_at FROM deployment_groups WHERE id = $1`,
+            [group.id],
+          )
+        )[0],
+      (g) => !g.is_active,
+    );
+    expect(paused.is_active).toBe(false);
+    expect(paused.paused_reason).toBe('paused by fleethub: 2 updates of release 1 failed');
+    expect(paused.paused_at).not.toBeNull();
+    const audit = await a.db.query<
+      { action: string; actor_type: string; details: Record<string, unknown> }[]
+    >(
+      `SELECT action, actor_type, details FROM audit_logs WHERE action = 'deployment_group.pause' AND target_id =
+         (SELECT name FROM deployment_groups WHERE id = $1)`,
+      [group.id],
+    );
+    expect(audit).toEqual([
+      {
+        action: 'deployment_group.pause',
+        actor_type: 'system',
+        details: { reason: paused.paused_reason, release: 1, failed_count: 2 },
+      },
+    ]);
+    const metrics = [a, b].map(async (t) => (await t.http().get('/metrics')).text);
+    const texts = await Promise.all(metrics);
+    expect(texts.some((text) => /^fleethub_deployment_groups_paused_total 1$/m.test(text))).toBe(true);
+    // Paused: devices coming online and the sweeps start nobody.
+    await third.connect(urlA);
+    await fourth.connect(urlB);
+    await a.app.get(DeploymentOrchestrator).sweep();
+    await b.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(0);
+    expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 0, 0]);
+    // A person activates it again: the two waiting devices are started.
+    await start(group.id);
+    await eventually(
+      async () => third.updates.length + fourth.updates.length,
+      (n) => n === 2,
+    );
+    expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 1, 1]);
+    expect(await inFlight(group.id)).toBe(2);
+  }, 30_000);
+
+  it('an update claimed but never sent (its claimer died) is sent once by the leader, never again', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, { concurrent_updates: 1 });
+    const [device] = fleetDevices;
+    // The claim of an instance that died before sending: a row no API writes.
+    await a.db.query(
+      `INSERT INTO pending_updates (device_id, firmware_id, deployment_group_id, deployment_release_id, expires_at)
+       SELECT d.id, r.firmware_id, r.deployment_group_id, r.id, now() + interval '1 hour'
+         FROM devices d, deployment_releases r WHERE d.identifier = $1 AND r.id = $2`,
+      [device.identifier, group.releaseId],
+    );
+    await rows.update(group.id, { is_active: true });
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    for (let i = 0; i < 3; i++) {
+      await a.app.get(DeploymentOrchestrator).sweep();
+      await b.app.get(DeploymentOrchestrator).sweep();
+      await rows.poke(group.id);
+    }
+    await device.client.heartbeat();
+    expect(device.updates).toHaveLength(1);
+    expect(device.updates[0]).toMatchObject({ deployment_id: Number(group.id) });
+  }, 30_000);
+
+  it.each(['loses its leadership connection', 'stops orchestrating'] as const)(
+    'the leader %s mid-rollout: the rollout completes, one update frame per device',
+    async (death) => {
+      const { group, devices: fleetDevices } = await fleet(6, { concurrent_updates: 2 });
+      await start(group.id);
+      const leaderOf = () => [a, b].find((t) => t.app.get(LeadershipLocksRepository).held.has(group.id));
+      const first = await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0),
+        (l) => l.length === 2,
+      );
+      const leader = leaderOf()!;
+      expect(leader).toBeDefined();
+      const survivor = leader === a ? b : a;
+      if (death === 'stops orchestrating') {
+        // The leader's orchestration dies (its leadership connection closes); its gateway keeps the sockets.
+        await leader.app.get(DeploymentOrchestrator).onApplicationShutdown();
+      } else {
+        // Its connection is cut (no cleanup on its side): the locks go with it; whoever sweeps first leads.
+        await a.db.query(`SELECT pg_terminate_backend($1)`, [
+          leader.app.get(LeadershipLocksRepository).backendPid,
+        ]);
+      }
+      const urlOf = (d: Device) => (fleetDevices.indexOf(d) % 2 === 0 ? urlA : urlB);
+      for (const device of first) await device.complete(urlOf(device), newUuid);
+      const done = new Set(first);
+      while (done.size < fleetDevices.length) {
+        const next = await eventually(
+          async () => fleetDevices.filter((d) => d.updates.length > 0 && !done.has(d)),
+          (l) => l.length > 0,
+        );
+        expect(fleetDevices.filter((d) => d.updates.length > 0).length - done.size).toBeLessThanOrEqual(2);
+        await next[0].complete(urlOf(next[0]), newUuid);
+        done.add(next[0]);
+      }
+      if (death === 'stops orchestrating')
+        expect(survivor.app.get(LeadershipLocksRepository).held.has(group.id)).toBe(true);
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual(fleetDevices.map(() => 1));
+    },
+    60_000,
+  );
+});
