@@ -299,7 +299,46 @@ describe('deployment orchestrator (two instances)', () => {
     expect(offline.updates).toHaveLength(1);
   }, 30_000);
 
-  it('failures: an attempt each, the penalty box at device_failure_threshold, attempts cleared', async () => {
+  it('a failed or ignored update puts the device in the penalty box at once, with an attempt', async () => {
+    const { group, devices: fleetDevices } = await fleet(2, {
+      concurrent_updates: 2,
+      device_failure_threshold: 50,
+      failure_threshold: 100,
+    });
+    const [failing, ignoring] = fleetDevices;
+    await start(group.id);
+    await eventually(
+      async () => failing.updates.length + ignoring.updates.length,
+      (n) => n === 2,
+    );
+    await failing.fail();
+    await ignoring.fail('ignored');
+    for (const device of [failing, ignoring]) {
+      const row = await eventually(
+        () => deviceRow(device.identifier),
+        (r) => r.updates_blocked_until !== null,
+      );
+      expect(row.updates_blocked_until!.getTime()).toBeGreaterThan(Date.now() + 23 * 3600_000);
+      expect(row.update_attempts).toHaveLength(1);
+    }
+    expect(await releaseFailures(group.releaseId)).toBe(2);
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await a.app.get(DeploymentOrchestrator).sweep();
+    expect(await inFlight(group.id)).toBe(0);
+    expect([failing.updates.length, ignoring.updates.length]).toEqual([1, 1]);
+  }, 30_000);
+
+  /** The group's in-flight updates run out: each ends as an expired attempt (no penalty box by itself). */
+  async function expireInFlight(groupId: string): Promise<void> {
+    // The hour would be long to wait: the rows are made to expire by hand.
+    await a.db.query(
+      `UPDATE pending_updates SET expires_at = now() - interval '1 second' WHERE deployment_group_id = $1`,
+      [groupId],
+    );
+    await a.app.get(DeploymentOrchestrator).sweep();
+  }
+
+  it('expired attempts: tried again until device_failure_threshold, then the penalty box', async () => {
     const { group, devices: fleetDevices } = await fleet(1, {
       concurrent_updates: 1,
       device_failure_threshold: 2,
@@ -311,25 +350,21 @@ describe('deployment orchestrator (two instances)', () => {
       async () => device.updates.length,
       (n) => n === 1,
     );
-    await device.fail();
-    await eventually(
-      () => deviceRow(device.identifier),
-      (row) => row.update_attempts.length === 1,
-    );
+    await expireInFlight(group.id);
     expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(1);
+    expect((await deviceRow(device.identifier)).updates_blocked_until).toBeNull();
     // Not blocked yet: it is tried again.
     await eventually(
       async () => device.updates.length,
       (n) => n === 2,
     );
-    expect(device.updates).toHaveLength(2);
-    await device.fail('ignored');
+    await expireInFlight(group.id);
     const row = await eventually(
       () => deviceRow(device.identifier),
       (r) => r.updates_blocked_until !== null,
     );
     expect(row.updates_blocked_until!.getTime()).toBeGreaterThan(Date.now() + 23 * 3600_000);
-    expect(row.update_attempts).toEqual([]);
+    expect(row.update_attempts).toHaveLength(2);
     expect(await releaseFailures(group.releaseId)).toBe(2);
     await b.app.get(DeploymentOrchestrator).sweep();
     await a.app.get(DeploymentOrchestrator).sweep();
@@ -337,7 +372,7 @@ describe('deployment orchestrator (two instances)', () => {
     expect(device.updates).toHaveLength(2);
   }, 30_000);
 
-  it('failures: the penalty box at device_failure_rate_amount within device_failure_rate_seconds', async () => {
+  it('expired attempts: the penalty box at device_failure_rate_amount within device_failure_rate_seconds', async () => {
     const { group, devices: fleetDevices } = await fleet(1, {
       concurrent_updates: 1,
       device_failure_threshold: 50,
@@ -355,13 +390,14 @@ describe('deployment orchestrator (two instances)', () => {
       async () => device.updates.length,
       (n) => n === 1,
     );
-    await device.fail();
+    await expireInFlight(group.id);
     await eventually(
       async () => device.updates.length,
       (n) => n === 2,
     );
     expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(2);
-    await device.fail();
+    expect((await deviceRow(device.identifier)).updates_blocked_until).toBeNull();
+    await expireInFlight(group.id);
     const row = await eventually(
       () => deviceRow(device.identifier),
       (r) => r.updates_blocked_until !== null,

@@ -94,13 +94,17 @@ export class DeviceRecordsService {
     return this.devices.deploymentGroupsOf(ids);
   }
 
-  /** Orchestrated updates of `ids` ended badly: an attempt each, the penalty box at the rule; answers who got it. */
+  /**
+   * Orchestrated updates of `ids` ended badly: an attempt each; the penalty box always when the device reported the
+   * failure (`penaliseAlways`), else at the rule's threshold or rate. Answers the devices in the penalty box.
+   */
   recordUpdateFailures(
     ids: readonly string[],
     rule: { threshold: number; rateSeconds: number; rateAmount: number; penaltyMinutes: number },
+    penaliseAlways: boolean,
     tx?: Queryable,
   ): Promise<string[]> {
-    return this.devices.recordUpdateFailures(ids, rule, tx);
+    return this.devices.recordUpdateFailures(ids, rule, penaliseAlways, tx);
   }
 
   /** The device's update completed: its update attempts and penalty box are cleared. */

@@ -331,25 +331,27 @@ export class DevicesRepository {
 
   /**
    * Deployment orchestrator: an orchestrated update of each of `ids` failed, was ignored or expired. Appends an
-   * update attempt; a device reaching `rule.threshold` attempts, or `rule.rateAmount` attempts within the last
-   * `rule.rateSeconds`, goes in the penalty box for `rule.penaltyMinutes` instead (its attempts cleared, as
-   * NervesHub does). Answers the ids put in the penalty box.
+   * update attempt (cleared when an update completes); the device goes in the penalty box for
+   * `rule.penaltyMinutes` when `penaliseAlways` (the device reported the failure, as NervesHub does), or when it
+   * reaches `rule.threshold` attempts or `rule.rateAmount` attempts within the last `rule.rateSeconds`. Answers
+   * the ids in the penalty box.
    */
   async recordUpdateFailures(
     ids: readonly string[],
     rule: { threshold: number; rateSeconds: number; rateAmount: number; penaltyMinutes: number },
+    penaliseAlways: boolean,
     tx: Queryable = this.db,
   ): Promise<string[]> {
-    const reached = `(cardinality(d.update_attempts) + 1 >= $2
+    const penalised = `($6::boolean OR cardinality(d.update_attempts) + 1 >= $2
         OR (SELECT count(*) FROM unnest(d.update_attempts) t WHERE t > now() - make_interval(secs => $3)) + 1 >= $4)`;
     const [rows] = await tx.query<[{ id: string; penalised: boolean }[], number]>(
       `UPDATE devices d
-          SET updates_blocked_until = CASE WHEN ${reached} THEN now() + make_interval(mins => $5)
+          SET updates_blocked_until = CASE WHEN ${penalised} THEN now() + make_interval(mins => $5)
                                            ELSE d.updates_blocked_until END,
-              update_attempts = CASE WHEN ${reached} THEN '{}'::timestamptz[] ELSE d.update_attempts || now() END
+              update_attempts = d.update_attempts || now()
         WHERE d.id = ANY($1::bigint[])
-       RETURNING d.id, cardinality(d.update_attempts) = 0 AS penalised`,
-      [ids, rule.threshold, rule.rateSeconds, rule.rateAmount, rule.penaltyMinutes],
+       RETURNING d.id, d.updates_blocked_until > now() AS penalised`,
+      [ids, rule.threshold, rule.rateSeconds, rule.rateAmount, rule.penaltyMinutes, penaliseAlways],
     );
     return rows.filter((row) => row.penalised).map((row) => row.id);
   }

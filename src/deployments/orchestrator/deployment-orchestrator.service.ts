@@ -276,7 +276,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
         ids.push(row.device_id);
         byRelease.set(row.deployment_release_id, ids);
       }
-      for (const [releaseId, deviceIds] of byRelease) await this.recordFailures(releaseId, deviceIds, tx);
+      for (const [releaseId, deviceIds] of byRelease)
+        await this.recordFailures(releaseId, deviceIds, false, tx);
       if (expired.length > 0) this.logger.warn(`${expired.length} deployment update(s) expired`);
       return new Set(expired.map((row) => row.deployment_group_id));
     });
@@ -296,7 +297,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private async updateFailed(deviceId: string, outcome: FailedOutcome): Promise<boolean> {
     const ended = await this.transactions.run(async (tx) => {
       const row = await this.firmwares.endDeliveredUpdateOf(deviceId, tx);
-      if (row?.releaseId) await this.recordFailures(row.releaseId, [deviceId], tx);
+      if (row?.releaseId) await this.recordFailures(row.releaseId, [deviceId], true, tx);
       return row;
     });
     if (ended?.groupId) {
@@ -307,13 +308,15 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   }
 
   /**
-   * Failed, ignored or expired updates of `releaseId`: an update attempt per device (the penalty box at the
-   * group's device failure threshold or rate), the release's failed count, and the group's pause at its
-   * `failure_threshold` (audited, counted).
+   * Failed, ignored or expired updates of `releaseId`: an update attempt per device; the penalty box for a failure
+   * the device reported (`reported`: failed or ignored, as NervesHub does) and, for any, at the group's device
+   * failure threshold or rate; the release's failed count, and the group's pause at its `failure_threshold`
+   * (audited, counted).
    */
   private async recordFailures(
     releaseId: string,
     deviceIds: string[],
+    reported: boolean,
     tx: Tx,
   ): Promise<void> {
     const rule = await this.repo.failureRuleOfRelease(releaseId, tx);
@@ -326,6 +329,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
         rateAmount: rule.device_failure_rate_amount,
         penaltyMinutes: rule.penalty_timeout_minutes,
       },
+      reported,
       tx,
     );
     if (penalised.length > 0)
