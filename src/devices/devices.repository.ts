@@ -123,6 +123,13 @@ export class DevicesRepository {
     return Boolean(result.affected);
   }
 
+  /** Turns the device's automatic updates off (a manual upgrade). */
+  async disableUpdates(deviceId: string, tx: Queryable): Promise<void> {
+    await tx.query(`UPDATE devices SET updates_enabled = false WHERE id = $1 AND updates_enabled`, [
+      deviceId,
+    ]);
+  }
+
   /** Deletes a product's device; false when there is none with that identifier. */
   async delete(productId: string, identifier: string, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Device).delete({ productId, identifier });
