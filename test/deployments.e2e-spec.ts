@@ -1,4 +1,9 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { DataSource } from 'typeorm';
+import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
+import { DeviceSocketClient } from './support/device-socket-client';
+import { listenOnLoopback } from './support/listening-app';
 import type { FwupKeyPair } from './support/fw-builder';
 import type { TestUser, UploadedFirmware } from './support/fixtures';
 import { fieldError, NOT_FOUND, ROLE_TOO_LOW } from './support/contract-bodies';
@@ -6,6 +11,22 @@ import { orgScenario } from './support/scenario';
 import type { TestApp } from './support/test-app';
 
 const ELIXIR = 'must be valid Elixir version requirement string';
+
+/** Authenticates `x-test-device: <identifier>` against the database (as test/gateway.e2e-spec.ts does). */
+class FakeAuthenticator extends DeviceAuthenticator {
+  db: DataSource | null = null;
+
+  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
+    const identifier = headers['x-test-device'];
+    if (typeof identifier !== 'string' || !this.db) return null;
+    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
+      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
+      [identifier],
+    );
+    if (!row) return null;
+    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
+  }
+}
 
 describe('deployment groups', () => {
   let t: TestApp;
@@ -17,8 +38,17 @@ describe('deployment groups', () => {
   let fw2: UploadedFirmware;
   let otherPlatform: UploadedFirmware;
 
+  const auth = new FakeAuthenticator();
+  let url: string;
+
   beforeAll(async () => {
-    ({ t, admin, org, product, key } = await orgScenario({ product: 'gateway', signingKey: 'release' }));
+    ({ t, admin, org, product, key } = await orgScenario({
+      product: 'gateway',
+      signingKey: 'release',
+      app: { overrides: [{ provide: DeviceAuthenticator, useValue: auth }] },
+    }));
+    auth.db = t.db;
+    ({ url } = await listenOnLoopback(t));
     fw1 = await t.fixtures.firmware(admin, org, product, { version: '1.0.0', key });
     fw2 = await t.fixtures.firmware(admin, org, product, { version: '1.1.0', key });
     otherPlatform = await t.fixtures.firmware(admin, org, product, {
@@ -403,6 +433,80 @@ describe('deployment groups', () => {
         .expect(200);
       expect(await pgroupOf(other)).toBeNull();
       await t.http().delete(`${pbase()}/locked`).set(admin.auth).expect(204);
+    });
+  });
+
+  describe('device join', () => {
+    it('a joining device takes the best group for the firmware it reports, and leaves when it no longer matches', async () => {
+      const j = await t.fixtures.product(admin, org, 'joins');
+      const jfw = await t.fixtures.firmware(admin, org, j, { version: '1.0.0', key });
+      const jbase = `/api/orgs/${org}/products/${j}/deployments`;
+      for (const [name, tags] of [
+        ['join-any', []],
+        ['join-tagged', ['j']],
+      ] as const) {
+        await t
+          .http()
+          .post(jbase)
+          .set(admin.auth)
+          .send({ name, firmware: jfw.uuid, is_active: true, conditions: { version: '~> 1.0', tags } })
+          .expect(201);
+      }
+      const identifier = 'joiner';
+      await t.fixtures.device(admin, org, j, identifier, { tags: ['j'] });
+      const groupOfJoiner = async () =>
+        (
+          await t
+            .http()
+            .get(`/api/orgs/${org}/products/${j}/devices/${identifier}`)
+            .set(admin.auth)
+            .expect(200)
+        ).body.data.deployment_group as { name: string } | null;
+      expect(await groupOfJoiner()).toBeNull();
+
+      const params = (version: string, platform = 'rpi4') => ({
+        nerves_fw_uuid: jfw.uuid,
+        nerves_fw_product: j,
+        nerves_fw_version: version,
+        nerves_fw_platform: platform,
+        nerves_fw_architecture: 'aarch64',
+        device_api_version: '2.3.0',
+      });
+      const join = async (version: string, platform?: string) => {
+        const client = await DeviceSocketClient.connect(url, { 'x-test-device': identifier });
+        try {
+          expect((await client.join('device', params(version, platform)))[4]).toMatchObject({ status: 'ok' });
+        } finally {
+          await client.close();
+        }
+      };
+      // same firmware version on both groups: more matching tags wins
+      await join('1.2.0');
+      expect(await groupOfJoiner()).toEqual({
+        name: 'join-tagged',
+        is_active: true,
+        firmware_uuid: jfw.uuid,
+        firmware_version: '1.0.0',
+      });
+      // a version outside "~> 1.0": leaves
+      await join('2.0.0');
+      expect(await groupOfJoiner()).toBeNull();
+      // back in range: joins again; another platform: leaves
+      await join('1.0.1');
+      expect((await groupOfJoiner())?.name).toBe('join-tagged');
+      await join('1.0.1', 'bbb');
+      expect(await groupOfJoiner()).toBeNull();
+    });
+  });
+
+  describe('manual upgrade', () => {
+    it("turns the device's automatic updates off, as NervesHub; PATCH turns them on again", async () => {
+      const identifier = await t.fixtures.device(admin, org, product);
+      const devices = `/api/orgs/${org}/products/${product}/devices/${identifier}`;
+      await t.http().post(`${devices}/upgrade`).set(admin.auth).send({ uuid: fw1.uuid }).expect(204);
+      expect((await t.http().get(devices).set(admin.auth).expect(200)).body.data.updates_enabled).toBe(false);
+      await t.http().patch(devices).set(admin.auth).send({ updates_enabled: true }).expect(200);
+      expect((await t.http().get(devices).set(admin.auth).expect(200)).body.data.updates_enabled).toBe(true);
     });
   });
 });
