@@ -137,6 +137,22 @@ describe('deployment groups', () => {
       await patch('nope', { notes: 'x' }).expect(404, NOT_FOUND);
     });
 
+    it('turning a paused group on again clears the reason it paused', async () => {
+      await create(groupBody('paused', { is_active: true })).expect(201);
+      // Only the orchestrator pauses a group (failure_threshold reached): written by hand here.
+      await t.db.query(
+        `UPDATE deployment_groups SET is_active = false, paused_reason = 'too many failures', paused_at = now()
+          WHERE name = 'paused'`,
+      );
+      const paused = (await show('paused').expect(200)).body.data;
+      expect(paused).toMatchObject({ state: 'off', paused_reason: 'too many failures' });
+      expect(paused.paused_at).toEqual(expect.any(String));
+      await patch('paused', { notes: 'looking' }).expect(200);
+      expect((await show('paused')).body.data.paused_reason).toBe('too many failures');
+      const resumed = await patch('paused', { state: 'on' }).expect(200);
+      expect(resumed.body.data).toMatchObject({ state: 'on', paused_reason: null, paused_at: null });
+    });
+
     it('audits every change', async () => {
       await create(groupBody('audited')).expect(201);
       await patch('audited', { notes: 'x', firmware: fw2.uuid }).expect(200);
