@@ -172,6 +172,12 @@ describe('DevicesService: upgrade', () => {
     );
   });
 
+  it("turns the device's automatic updates off in the same transaction (as NervesHub)", async () => {
+    const { service, devices } = setup();
+    await service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID });
+    expect(devices.disableUpdates).toHaveBeenCalledWith('42', fakeTx);
+  });
+
   it('by id: the audit names the device by its identifier, read in the transaction', async () => {
     const { service, devices, audit } = setup();
     await service.upgradeById(deviceAccess, { uuid: UUID });
