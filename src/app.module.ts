@@ -1,3 +1,4 @@
+import { DeploymentsModule } from './deployments/deployments.module';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module';
@@ -39,6 +40,7 @@ export const FEATURE_MODULES = [
   DeviceAuthModule,
   MetricsModule,
   GatewayModule,
+  DeploymentsModule,
   DeploymentOrchestratorModule,
 ];
 

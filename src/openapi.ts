@@ -17,6 +17,7 @@ const TAGS: Record<string, string> = {
   'Support Scripts': 'Scripts kept per product to run on device consoles',
   'Platform Status': 'Liveness and readiness probes (no token)',
   'Device firmware download': 'Signed, expiring firmware links that devices download updates from (no token)',
+  'Deployment Groups': "Automatic, staged rollouts of a firmware to the product's matching devices",
 };
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {

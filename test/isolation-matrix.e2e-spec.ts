@@ -8,6 +8,7 @@ import { type Role, roleSatisfies } from '../src/common/auth/roles';
 import type { TestApp } from './support/test-app';
 import { orgScenario } from './support/scenario';
 import { type TestUser, unique } from './support/fixtures';
+import type { FwupKeyPair } from './support/fw-builder';
 import { FORBIDDEN, NOT_FOUND, UNAUTHORIZED } from './support/contract-bodies';
 
 /**
@@ -79,6 +80,8 @@ interface Fixture {
   key: string;
   iroh: string;
   member: string;
+  /** A deployment group of `product` (made only for the routes that name one). */
+  group: string;
   /** A spare personal access token of each signed-in caller (`/api/users/me/tokens/:id` is the caller's own). */
   tokens: Record<'outsider' | Role, string>;
 }
@@ -100,7 +103,9 @@ describe('isolation matrix: every route × every kind of caller', () => {
   let shared: Fixture;
   const discovered = { routes: [] as AppRoute[], unnamed: [] as string[] };
 
-  async function fixture(): Promise<Fixture> {
+  let firmwareKey: FwupKeyPair;
+
+  async function fixture(withGroup = false): Promise<Fixture> {
     const api = () => t.http();
     const product = unique('product-');
     await api().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
@@ -127,6 +132,15 @@ describe('isolation matrix: every route × every kind of caller', () => {
       .set(admin.auth)
       .send({ identifier: iroh })
       .expect(201);
+    const group = 'group';
+    if (withGroup) {
+      const firmware = await t.fixtures.firmware(admin, org, product, { key: firmwareKey });
+      await api()
+        .post(`/api/orgs/${org}/products/${product}/deployments`)
+        .set(admin.auth)
+        .send({ name: group, firmware: firmware.uuid, conditions: {} })
+        .expect(201);
+    }
     const member = await t.fixtures.user();
     await t.fixtures.addMember(org, member, 'view');
     const spareToken = async (user: TestUser): Promise<string> =>
@@ -144,6 +158,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
       key,
       iroh,
       member: member.user.email,
+      group,
       tokens,
     };
   }
@@ -165,7 +180,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
         case 'email':
           return encodeURIComponent(fx.member);
         case 'name':
-          return fx.key;
+          return route.path.includes('/deployments/') ? fx.group : fx.key;
         case 'key':
           return 'nhp_missing';
         default:
@@ -187,7 +202,8 @@ describe('isolation matrix: every route × every kind of caller', () => {
     await t.fixtures.org(outsider); // a member elsewhere, not here
     readToken = await t.fixtures.token(admin.user, { scope: 'read' });
     expiredToken = await t.fixtures.token(admin.user, { expiresAt: new Date(Date.now() - 60_000) });
-    shared = await fixture();
+    firmwareKey = await t.fixtures.registeredKey(admin, org);
+    shared = await fixture(true);
     Object.assign(discovered, appRoutes(t));
   });
   afterAll(() => t.close());
@@ -239,7 +255,10 @@ describe('isolation matrix: every route × every kind of caller', () => {
       for (const caller of CALLERS) {
         const want = expected(route, caller);
         // A change that is allowed gets its own fixtures, so that it cannot spoil the next case.
-        const fx = want.kind === 'allowed' && route.method !== 'GET' ? await fixture() : shared;
+        const fx =
+          want.kind === 'allowed' && route.method !== 'GET'
+            ? await fixture(route.path.includes('/deployments/:name'))
+            : shared;
         const path = fill(route, fx, caller);
         const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
         let req = t.http()[method](path).set(authFor(caller));

@@ -21,6 +21,7 @@ export const DEVICE_FILTERS = [
   'firmware_version',
   'platform',
   'updates',
+  'deployment_group',
 ] as const;
 const UPDATES_VALUES = ['enabled', 'disabled', 'penalty-box'] as const;
 
@@ -37,6 +38,8 @@ export interface DeviceListQuery {
     firmwareVersion?: string;
     platform?: string;
     updates?: (typeof UPDATES_VALUES)[number];
+    /** The name of one of the product's deployment groups. */
+    deploymentGroup?: string;
   };
 }
 
@@ -93,6 +96,7 @@ export function parseDeviceListQuery(query: RawQuery): DeviceListQuery {
     search: text('search'),
     firmwareVersion: text('firmware_version'),
     platform: text('platform'),
+    deploymentGroup: text('deployment_group'),
     connection: oneOf(query, 'filters[connection]', CONNECTION_STATUSES),
     updates: oneOf(query, 'filters[updates]', UPDATES_VALUES),
   };
@@ -156,6 +160,11 @@ export function deviceListSql(
   if (f.connection !== undefined) conditions.push(`d.connection_status = ${param(f.connection)}`);
   if (f.firmwareVersion !== undefined) conditions.push(`d.firmware_version = ${param(f.firmwareVersion)}`);
   if (f.platform !== undefined) conditions.push(`d.firmware_platform = ${param(f.platform)}`);
+  if (f.deploymentGroup !== undefined) {
+    conditions.push(
+      `d.deployment_group_id = (SELECT g.id FROM deployment_groups g WHERE g.product_id = $1 AND g.name = ${param(f.deploymentGroup)})`,
+    );
+  }
   if (f.updates === 'enabled') conditions.push('d.updates_enabled');
   if (f.updates === 'disabled') conditions.push('NOT d.updates_enabled');
   if (f.updates === 'penalty-box') conditions.push('d.updates_blocked_until > now()');

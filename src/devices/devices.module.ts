@@ -1,3 +1,4 @@
+import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { GatewayModule } from '../gateway/gateway.module';
@@ -8,7 +9,7 @@ import { DevicesService } from './devices.service';
 
 @Module({
   // The gateway provides DeviceConsole and UpdateNotifier (device-console.ts) to DevicesService.
-  imports: [ProductsModule, GatewayModule, FirmwareRecordsModule, DeviceRecordsModule],
+  imports: [ProductsModule, GatewayModule, FirmwareRecordsModule, DeviceRecordsModule, DeploymentsModule],
   controllers: [DevicesController, DevicesShortController],
   providers: [DevicesService],
   exports: [DevicesService],

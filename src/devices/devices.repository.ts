@@ -13,6 +13,11 @@ import { Device, type FirmwareMetadata } from './device.entity';
 export interface DeviceJoin {
   keys: string[] | null;
   pending: PendingUpdateRow | null;
+  /**
+   * Whether the device's deployment group must be checked: it has one (its firmware may have changed), or its
+   * product has an active group that takes devices.
+   */
+  membershipCheck: boolean;
 }
 
 /** Characters of a reported version or platform stored in their (indexed) columns. */
@@ -123,6 +128,13 @@ export class DevicesRepository {
     return Boolean(result.affected);
   }
 
+  /** Turns the device's automatic updates off (a manual upgrade). */
+  async disableUpdates(deviceId: string, tx: Queryable): Promise<void> {
+    await tx.query(`UPDATE devices SET updates_enabled = false WHERE id = $1 AND updates_enabled`, [
+      deviceId,
+    ]);
+  }
+
   /** Deletes a product's device; false when there is none with that identifier. */
   async delete(productId: string, identifier: string, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Device).delete({ productId, identifier });
@@ -140,7 +152,9 @@ export class DevicesRepository {
     instanceId: string,
     withKeys: boolean,
   ): Promise<DeviceJoin | null> {
-    const rows = await this.db.query<(Partial<PendingUpdateRow> & { keys: string[] | null })[]>(
+    const rows = await this.db.query<
+      (Partial<PendingUpdateRow> & { keys: string[] | null; membership_check: boolean })[]
+    >(
       `WITH joined AS (
          UPDATE devices SET
            firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
@@ -149,10 +163,14 @@ export class DevicesRepository {
            firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
            connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
            connected_at = now()
-         WHERE id = $1 RETURNING id
+         WHERE id = $1 RETURNING id, product_id, deployment_group_id
        )
        SELECT CASE WHEN $8::boolean
                 THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
+              (joined.deployment_group_id IS NOT NULL OR EXISTS (
+                 SELECT 1 FROM deployment_groups g
+                  WHERE g.product_id = joined.product_id AND g.is_active AND NOT g.lock_device_membership
+              )) AS membership_check,
               ${PENDING_UPDATE_COLUMNS}
          FROM joined
          LEFT JOIN pending_updates pu ON pu.device_id = joined.id
@@ -172,10 +190,11 @@ export class DevicesRepository {
     );
     const row = rows[0];
     if (!row) return null;
-    const { keys, ...pending } = row;
+    const { keys, membership_check: membershipCheck, ...pending } = row;
     return {
       keys: withKeys ? (keys ?? []) : null,
       pending: pending.firmware_id ? (pending as PendingUpdateRow) : null,
+      membershipCheck,
     };
   }
 

@@ -1,3 +1,4 @@
+import type { DeploymentMembershipService } from '../deployments/deployment-membership.service';
 import {
   deviceAccess,
   expectConflict,
@@ -34,6 +35,10 @@ const row: DeviceRow = {
   firmware_metadata: null,
   org_name: 'acme',
   product_name: 'gateway',
+  deployment_group_name: null,
+  deployment_group_is_active: null,
+  deployment_group_firmware_uuid: null,
+  deployment_group_firmware_version: null,
 };
 
 function setup() {
@@ -44,7 +49,9 @@ function setup() {
     findRowByIdentifier: jest.fn(async () => row),
     findByIdentifier: jest.fn(async () => ({ id: '42' })),
     findIdentifierById: jest.fn(async () => 'dev-1'),
+    disableUpdates: jest.fn(async () => undefined),
   };
+  const membership = { recomputeDevice: jest.fn(async () => null) };
   const firmware = {
     findIdByUuid: jest.fn(async () => '77'),
     requestUpdate: jest.fn(async () => undefined),
@@ -62,8 +69,9 @@ function setup() {
     fake<DeviceConsole>(deviceConsole),
     fake<UpdateNotifier>(updates),
     fake<AuditService>(audit),
+    fake<DeploymentMembershipService>(membership),
   );
-  return { service, devices, firmware, deviceConsole, updates, audit };
+  return { service, devices, firmware, deviceConsole, updates, audit, membership };
 }
 
 describe('DevicesService: tags', () => {
@@ -162,6 +170,12 @@ describe('DevicesService: upgrade', () => {
     expect(firmware.requestUpdate.mock.invocationCallOrder[0]).toBeLessThan(
       updates.pendingUpdateChanged.mock.invocationCallOrder[0],
     );
+  });
+
+  it("turns the device's automatic updates off in the same transaction (as NervesHub)", async () => {
+    const { service, devices } = setup();
+    await service.upgrade(orgAccess, 'gateway', 'dev-1', { uuid: UUID });
+    expect(devices.disableUpdates).toHaveBeenCalledWith('42', fakeTx);
   });
 
   it('by id: the audit names the device by its identifier, read in the transaction', async () => {

@@ -1,3 +1,4 @@
+import { DeploymentMembershipService } from '../deployments/deployment-membership.service';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
@@ -34,6 +35,7 @@ export class DevicesService {
     private readonly console: DeviceConsole,
     private readonly updates: UpdateNotifier,
     private readonly audit: AuditService,
+    private readonly membership: DeploymentMembershipService,
   ) {}
 
   async create(
@@ -119,6 +121,11 @@ export class DevicesService {
         });
       });
     }
+    if (changes.tags !== undefined) {
+      // Its tags decide which deployment group it belongs to.
+      const device = await this.devices.findByIdentifier(product.id, identifier);
+      if (device) await this.membership.recomputeDevice(device.id);
+    }
     const device = await this.load(product, identifier);
     if (!device) throw DomainError.notFound();
     return { data: device };
@@ -172,6 +179,8 @@ export class DevicesService {
     try {
       await this.transactions.run(async (tx) => {
         await this.firmware.requestUpdate(deviceId, firmwareId, access.actor.userId, tx);
+        // As NervesHub: a device a person upgrades by hand leaves automatic updates until turned on again.
+        await this.devices.disableUpdates(deviceId, tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,

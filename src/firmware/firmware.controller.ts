@@ -105,9 +105,11 @@ export class FirmwareController {
   @ApiParam({ name: 'uuid', format: 'uuid' })
   @ApiOperationDoc({
     summary: 'Delete a firmware',
-    description: 'Extension of 2.0.0. 409 while a pending device update targets it.',
+    description:
+      'Extension of 2.0.0. 409 while a pending device update targets it; 422 (`deployment_releases`, as ' +
+      'NervesHub) while a release of a deployment group uses it.',
     status: 204,
-    errors: [409],
+    errors: [409, 422],
   })
   @HttpCode(204)
   remove(

@@ -5,6 +5,9 @@ import type { FirmwareTool } from './formats/detect-format';
 /** 409 on delete: the pending_updates foreign key holds the firmware. */
 export const FIRMWARE_IN_USE = 'a pending device update still targets this firmware';
 
+/** 422 on delete (field `deployment_releases`, NervesHub's message): a deployment release holds the firmware. */
+export const FIRMWARE_IN_RELEASE = 'Firmware has associated deployment releases';
+
 /** 422 on upload: the file's tool is not in the product's allowed_update_tools. */
 export function toolNotAllowed(productName: string, tool: FirmwareTool): string {
   return (

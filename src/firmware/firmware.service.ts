@@ -13,7 +13,7 @@ import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
-import { FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
+import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
@@ -78,6 +78,10 @@ export class FirmwareService {
         });
       });
     } catch (err) {
+      // A release of a deployment group holds it: NervesHub's 422 on `deployment_releases`.
+      if (this.firmwares.isHeldByRelease(err)) {
+        throw DomainError.invalidField('deployment_releases', FIRMWARE_IN_RELEASE);
+      }
       if (isForeignKeyViolation(err)) throw DomainError.conflict(FIRMWARE_IN_USE);
       throw err;
     }

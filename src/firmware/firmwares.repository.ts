@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type DeepPartial } from 'typeorm';
+import { isForeignKeyViolation, pgError } from '../common/errors/postgres-errors';
 import type { Queryable, Tx } from '../database/transactions';
 import { Firmware } from './firmware.entity';
 
@@ -73,5 +74,13 @@ export class FirmwaresRepository {
       [productId],
     );
     return firmware.map((row) => row.storage_key);
+  }
+
+  /** Whether `err` is a deployment release's foreign key refusing the firmware's deletion. */
+  isHeldByRelease(err: unknown): boolean {
+    return (
+      isForeignKeyViolation(err) &&
+      (pgError(err) as { table?: string } | undefined)?.table === 'deployment_releases'
+    );
   }
 }

@@ -5,6 +5,7 @@ import {
   DeviceRecordsService,
   type FirmwareMetadata,
 } from '../devices/device-records.service';
+import { DeploymentMembershipService } from '../deployments/deployment-membership.service';
 import { chipPlatform } from '../firmware/esp-idf/esp-app-image';
 import { uuidFromDigest } from '../firmware/formats/firmware-uuid';
 import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
@@ -196,6 +197,7 @@ export class DeviceLinkService {
     @Inject(LINK_SIGNER) private readonly links: DownloadLinkSigner,
     private readonly firmwares: FirmwareRecordsService,
     private readonly signals: RolloutSignals,
+    private readonly membership: DeploymentMembershipService,
   ) {}
 
   /**
@@ -203,13 +205,24 @@ export class DeviceLinkService {
    * firmware), marks the device connected on `instanceId`, and reads what the join answers with: the org's fwup
    * public keys (when `withKeys`) and the device's pending update. Null when the device no longer exists.
    */
-  joinDevice(
+  async joinDevice(
     device: { deviceId: string; orgId: string },
     metadata: FirmwareMetadata | null,
     instanceId: string,
     withKeys: boolean,
   ): Promise<DeviceJoin | null> {
-    return this.devices.recordJoin(device, metadata, instanceId, withKeys);
+    const joined = await this.devices.recordJoin(device, metadata, instanceId, withKeys);
+    // Its firmware may have changed: its deployment group follows (one more statement, only when it has a group
+    // or its product has an active group that takes devices). A failure here never fails the join.
+    if (joined?.membershipCheck) {
+      await this.membership.recomputeDevice(device.deviceId).catch((err: unknown) => {
+        this.logger.warn(
+          { err, deviceId: device.deviceId },
+          'deployment group membership not updated on join',
+        );
+      });
+    }
+    return joined;
   }
 
   pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {

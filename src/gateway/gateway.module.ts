@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { DeploymentsModule } from '../deployments/deployments.module';
 import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
@@ -32,7 +33,14 @@ import { RolloutSignals } from './rollout-signals';
  * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
  */
 @Module({
-  imports: [DeviceAuthModule, DeviceRecordsModule, FirmwareModule, InstanceBusModule, IrohModule],
+  imports: [
+    DeviceAuthModule,
+    DeviceRecordsModule,
+    FirmwareModule,
+    InstanceBusModule,
+    IrohModule,
+    DeploymentsModule,
+  ],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
     {

@@ -65,6 +65,13 @@ export const ROUTE_POLICIES = {
   'iroh.list': { scope: 'org', role: 'view' },
   'iroh.show': { scope: 'org', role: 'view' },
   'iroh.delete': { scope: 'org', role: 'manage' },
+
+  'deployments.create': { scope: 'org', role: 'manage' },
+  'deployments.list': { scope: 'org', role: 'view' },
+  'deployments.show': { scope: 'org', role: 'view' },
+  'deployments.releases': { scope: 'org', role: 'view' },
+  'deployments.update': { scope: 'org', role: 'manage' },
+  'deployments.delete': { scope: 'org', role: 'manage' },
 } as const satisfies Record<string, RoutePolicy>;
 
 export type RouteName = keyof typeof ROUTE_POLICIES;

@@ -14,11 +14,11 @@ import { FirmwareRecordsService } from '../../firmware/firmware-records.service'
 import { DeviceRelay } from '../../gateway/device-relay';
 import { type CompletedUpdate, type FailedOutcome, RolloutSignals } from '../../gateway/rollout-signals';
 import { MetricsService } from '../../metrics/metrics.service';
+import { DEPLOYMENTS_CHANNEL } from '../deployment-events';
 import { LeadershipLocksRepository } from './leadership-locks.repository';
 import { DeploymentOrchestratorRepository } from './orchestrator.repository';
 
-/** The instance bus channel on which a group's rollout is poked: `{"group": "<id>"}` (any instance publishes). */
-export const DEPLOYMENTS_CHANNEL = 'deployments';
+export { DEPLOYMENTS_CHANNEL } from '../deployment-events';
 
 /** The orchestrator's clock: how often it sweeps, how long triggers are gathered before a claim. */
 export interface OrchestratorTiming {

@@ -1,0 +1,425 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { readRows } from '../database/read-rows';
+import type { Queryable } from '../database/transactions';
+import type { QueueManagement, TagOperator } from './deployment-group.entity';
+import { parseVersionRequirement, versionRequirementSql } from './version-requirement';
+
+/** A deployment group with its current release's firmware and its live counts, as the API shows it. */
+export interface DeploymentGroupRow {
+  id: string;
+  name: string;
+  is_active: boolean;
+  platform: string;
+  architecture: string;
+  conditions_version: string;
+  conditions_tags: string[];
+  conditions_tag_operator: TagOperator;
+  notes: string | null;
+  delta_updatable: boolean;
+  concurrent_updates: number;
+  inflight_update_expiration_minutes: number;
+  device_failure_threshold: number;
+  device_failure_rate_seconds: number;
+  device_failure_rate_amount: number;
+  failure_threshold: number;
+  penalty_timeout_minutes: number;
+  queue_management: QueueManagement;
+  lock_device_membership: boolean;
+  paused_reason: string | null;
+  paused_at: Date | null;
+  inserted_at: Date;
+  updated_at: Date;
+  release_number: number | null;
+  release_failed_count: number | null;
+  release_inserted_at: Date | null;
+  release_updated_at: Date | null;
+  firmware_uuid: string | null;
+  firmware_version: string | null;
+  firmware_platform: string | null;
+  firmware_architecture: string | null;
+  releases_count: number;
+  device_count: number;
+  updating_count: number;
+  updated_count: number;
+  blocked_count: number;
+}
+
+/** The settings a create or an update writes (columns of `deployment_groups`). */
+export interface DeploymentGroupSettings {
+  name?: string;
+  is_active?: boolean;
+  conditions_version?: string;
+  conditions_tags?: string[];
+  conditions_tag_operator?: TagOperator;
+  notes?: string | null;
+  delta_updatable?: boolean;
+  concurrent_updates?: number;
+  inflight_update_expiration_minutes?: number;
+  device_failure_threshold?: number;
+  device_failure_rate_seconds?: number;
+  device_failure_rate_amount?: number;
+  failure_threshold?: number;
+  penalty_timeout_minutes?: number;
+  queue_management?: QueueManagement;
+  lock_device_membership?: boolean;
+  paused_reason?: null;
+  paused_at?: null;
+}
+
+/** Only these names reach the SQL text of an insert or update. */
+const SETTING_COLUMNS: readonly (keyof DeploymentGroupSettings)[] = [
+  'name',
+  'is_active',
+  'conditions_version',
+  'conditions_tags',
+  'conditions_tag_operator',
+  'notes',
+  'delta_updatable',
+  'concurrent_updates',
+  'inflight_update_expiration_minutes',
+  'device_failure_threshold',
+  'device_failure_rate_seconds',
+  'device_failure_rate_amount',
+  'failure_threshold',
+  'penalty_timeout_minutes',
+  'queue_management',
+  'lock_device_membership',
+  'paused_reason',
+  'paused_at',
+];
+
+export interface FirmwareChoice {
+  id: string;
+  uuid: string;
+  version: string;
+  platform: string;
+  architecture: string;
+}
+
+export interface DeploymentReleaseRow {
+  number: number;
+  failed_count: number;
+  inserted_at: Date;
+  updated_at: Date;
+  firmware_uuid: string;
+  firmware_version: string;
+  firmware_platform: string;
+  firmware_architecture: string;
+  created_by: string | null;
+}
+
+/** A group as membership sees it: its conditions, and the sort key of its current release's firmware version. */
+export interface MembershipGroup {
+  id: string;
+  is_active: boolean;
+  lock_device_membership: boolean;
+  platform: string;
+  architecture: string;
+  conditions_version: string;
+  conditions_tags: string[];
+  conditions_tag_operator: TagOperator;
+  version_sort_key: string;
+}
+
+/** What deciding one device's group needs: the device's firmware, tags and group, and its product's groups. */
+export interface MembershipState {
+  id: string;
+  product_id: string;
+  deployment_group_id: string | null;
+  tags: string[];
+  firmware_platform: string | null;
+  firmware_architecture: string | null;
+  firmware_version: string | null;
+  groups: MembershipGroup[];
+}
+
+const GROUP_SELECT = `
+  SELECT g.id, g.name, g.is_active, g.platform, g.architecture, g.conditions_version, g.conditions_tags,
+         g.conditions_tag_operator, g.notes, g.delta_updatable, g.concurrent_updates,
+         g.inflight_update_expiration_minutes, g.device_failure_threshold, g.device_failure_rate_seconds,
+         g.device_failure_rate_amount, g.failure_threshold, g.penalty_timeout_minutes, g.queue_management,
+         g.lock_device_membership, g.paused_reason, g.paused_at, g.inserted_at, g.updated_at,
+         r.number AS release_number, r.failed_count AS release_failed_count,
+         r.inserted_at AS release_inserted_at, r.updated_at AS release_updated_at,
+         f.uuid AS firmware_uuid, f.version AS firmware_version, f.platform AS firmware_platform,
+         f.architecture AS firmware_architecture,
+         (SELECT count(*)::int FROM deployment_releases rc WHERE rc.deployment_group_id = g.id) AS releases_count,
+         dc.device_count, dc.updated_count, dc.blocked_count,
+         (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = g.id) AS updating_count
+    FROM deployment_groups g
+    LEFT JOIN deployment_releases r ON r.id = g.current_release_id
+    LEFT JOIN firmwares f ON f.id = r.firmware_id
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS device_count,
+             count(*) FILTER (WHERE d.firmware_metadata->>'uuid' = f.uuid::text)::int AS updated_count,
+             count(*) FILTER (WHERE d.updates_blocked_until > now())::int AS blocked_count
+        FROM devices d WHERE d.deployment_group_id = g.id
+    ) dc`;
+
+/** Serialises the membership recomputations of one product (first key of the two-key advisory lock). */
+const MEMBERSHIP_LOCK_CLASS = 0x15d6;
+
+/** SQL: the device `d` satisfies group `g`'s platform, architecture and tag conditions. */
+const MATCHES_FIRMWARE_AND_TAGS = `
+  g.platform = d.firmware_platform AND g.architecture = d.firmware_metadata->>'architecture'
+  AND CASE WHEN g.conditions_tag_operator = 'or'
+           THEN cardinality(g.conditions_tags) = 0 OR g.conditions_tags && d.tags
+           ELSE g.conditions_tags <@ d.tags END`;
+
+/** SQL: group `g`'s version requirement holds for device `d` (one branch per group, given as `groups`). */
+function versionCase(groups: MembershipGroup[], params: unknown[]): string {
+  const branches = groups.map((group) => {
+    const requirement = parseVersionRequirement(group.conditions_version);
+    // A stored requirement that does not parse matches nothing (every one is validated when written).
+    const predicate = requirement
+      ? versionRequirementSql(requirement, 'd.firmware_version_key', params)
+      : 'FALSE';
+    params.push(group.id);
+    return `WHEN $${params.length}::bigint THEN ${predicate}`;
+  });
+  return branches.length === 0 ? 'FALSE' : `CASE g.id ${branches.join(' ')} ELSE FALSE END`;
+}
+
+@Injectable()
+export class DeploymentGroupsRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The product's groups by name, with their current release and live counts (one statement). */
+  listForProduct(productId: string): Promise<DeploymentGroupRow[]> {
+    return readRows<DeploymentGroupRow>(this.db, `${GROUP_SELECT} WHERE g.product_id = $1 ORDER BY g.name`, [
+      productId,
+    ]);
+  }
+
+  async findByName(productId: string, name: string, tx?: Queryable): Promise<DeploymentGroupRow | null> {
+    const sql = `${GROUP_SELECT} WHERE g.product_id = $1 AND g.name = $2`;
+    const rows = tx
+      ? await tx.query<DeploymentGroupRow[]>(sql, [productId, name])
+      : await readRows<DeploymentGroupRow>(this.db, sql, [productId, name]);
+    return rows[0] ?? null;
+  }
+
+  /** Locks the product's group by name for a change; its id, platform and architecture. */
+  async lockByName(
+    productId: string,
+    name: string,
+    tx: Queryable,
+  ): Promise<{ id: string; platform: string; architecture: string; is_active: boolean } | null> {
+    const rows = await tx.query<{ id: string; platform: string; architecture: string; is_active: boolean }[]>(
+      `SELECT id, platform, architecture, is_active FROM deployment_groups
+        WHERE product_id = $1 AND name = $2 FOR UPDATE`,
+      [productId, name],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The product's firmware with this uuid (compared lower-case), for a release. */
+  async findFirmware(
+    productId: string,
+    uuid: string,
+    tx: Queryable = this.db,
+  ): Promise<FirmwareChoice | null> {
+    const rows = await tx.query<FirmwareChoice[]>(
+      `SELECT id, uuid::text AS uuid, version, platform, architecture FROM firmwares
+        WHERE product_id = $1 AND uuid::text = lower($2)`,
+      [productId, uuid],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Inserts a group; its id. A duplicate name is the unique violation of `deployment_groups_product_id_name_idx`. */
+  async insert(
+    orgId: string,
+    productId: string,
+    firmware: FirmwareChoice,
+    settings: DeploymentGroupSettings,
+    tx: Queryable,
+  ): Promise<string> {
+    const columns = SETTING_COLUMNS.filter((column) => settings[column] !== undefined);
+    const params: unknown[] = [orgId, productId, firmware.platform, firmware.architecture];
+    for (const column of columns) params.push(settings[column]);
+    const rows = await tx.query<{ id: string }[]>(
+      `INSERT INTO deployment_groups (org_id, product_id, platform, architecture${columns.map((c) => `, ${c}`).join('')})
+       VALUES ($1, $2, $3, $4${columns.map((_, i) => `, $${i + 5}`).join('')}) RETURNING id`,
+      params,
+    );
+    return rows[0].id;
+  }
+
+  /** Changes a group's settings (those given). */
+  async update(groupId: string, settings: DeploymentGroupSettings, tx: Queryable): Promise<void> {
+    const columns = SETTING_COLUMNS.filter((column) => settings[column] !== undefined);
+    if (columns.length === 0) return;
+    const params: unknown[] = [groupId];
+    for (const column of columns) params.push(settings[column]);
+    await tx.query(
+      `UPDATE deployment_groups SET ${columns.map((c, i) => `${c} = $${i + 2}`).join(', ')}, updated_at = now()
+        WHERE id = $1`,
+      params,
+    );
+  }
+
+  /** Adds the group's next release (number + 1) of `firmwareId` and makes it the current one; its number. */
+  async addRelease(
+    groupId: string,
+    firmwareId: string,
+    createdById: string | null,
+    tx: Queryable,
+  ): Promise<number> {
+    const [release] = await tx.query<{ id: string; number: number }[]>(
+      `INSERT INTO deployment_releases (deployment_group_id, number, firmware_id, created_by_id)
+       SELECT $1, COALESCE(max(number), 0) + 1, $2, $3 FROM deployment_releases WHERE deployment_group_id = $1
+       RETURNING id, number`,
+      [groupId, firmwareId, createdById],
+    );
+    await tx.query(`UPDATE deployment_groups SET current_release_id = $2, updated_at = now() WHERE id = $1`, [
+      groupId,
+      release.id,
+    ]);
+    return release.number;
+  }
+
+  async delete(groupId: string, tx: Queryable): Promise<void> {
+    await tx.query(`DELETE FROM deployment_groups WHERE id = $1`, [groupId]);
+  }
+
+  /** The group's releases, newest first. */
+  listReleases(groupId: string): Promise<DeploymentReleaseRow[]> {
+    return readRows<DeploymentReleaseRow>(
+      this.db,
+      `SELECT r.number, r.failed_count, r.inserted_at, r.updated_at, f.uuid::text AS firmware_uuid,
+              f.version AS firmware_version, f.platform AS firmware_platform,
+              f.architecture AS firmware_architecture, u.email AS created_by
+         FROM deployment_releases r
+         JOIN firmwares f ON f.id = r.firmware_id
+         LEFT JOIN users u ON u.id = r.created_by_id
+        WHERE r.deployment_group_id = $1
+        ORDER BY r.number DESC`,
+      [groupId],
+    );
+  }
+
+  /**
+   * The product's groups as membership sees them, after taking the product's membership lock (held until the
+   * transaction ends, so that two recomputations of one product never interleave).
+   */
+  /** The device's membership inputs and the groups of its product, in one read. */
+  async findMembershipState(deviceId: string): Promise<MembershipState | null> {
+    const rows = await readRows<MembershipState>(
+      this.db,
+      `SELECT d.id, d.product_id, d.deployment_group_id, d.tags, d.firmware_platform,
+              d.firmware_metadata->>'architecture' AS firmware_architecture, d.firmware_version,
+              COALESCE((
+                SELECT json_agg(json_build_object(
+                         'id', g.id::text, 'is_active', g.is_active,
+                         'lock_device_membership', g.lock_device_membership, 'platform', g.platform,
+                         'architecture', g.architecture, 'conditions_version', g.conditions_version,
+                         'conditions_tags', g.conditions_tags, 'conditions_tag_operator', g.conditions_tag_operator,
+                         'version_sort_key', f.version_sort_key))
+                  FROM deployment_groups g
+                  JOIN deployment_releases r ON r.id = g.current_release_id
+                  JOIN firmwares f ON f.id = r.firmware_id
+                 WHERE g.product_id = d.product_id), '[]'::json) AS groups
+         FROM devices d WHERE d.id = $1`,
+      [deviceId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Moves the device from group `from` to group `to` (either null), unless it changed meanwhile. */
+  async moveDevice(deviceId: string, from: string | null, to: string | null): Promise<boolean> {
+    const [, count] = await this.db.query<[unknown, number]>(
+      `UPDATE devices SET deployment_group_id = $3
+        WHERE id = $1 AND deployment_group_id IS NOT DISTINCT FROM $2::bigint`,
+      [deviceId, from, to],
+    );
+    return count > 0;
+  }
+
+  async lockMembershipGroups(productId: string, tx: Queryable): Promise<MembershipGroup[]> {
+    await tx.query(`SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, [
+      MEMBERSHIP_LOCK_CLASS,
+      productId,
+    ]);
+    return tx.query<MembershipGroup[]>(
+      `SELECT g.id, g.is_active, g.lock_device_membership, g.platform, g.architecture, g.conditions_version,
+              g.conditions_tags, g.conditions_tag_operator, f.version_sort_key
+         FROM deployment_groups g
+         JOIN deployment_releases r ON r.id = g.current_release_id
+         JOIN firmwares f ON f.id = r.firmware_id
+        WHERE g.product_id = $1`,
+      [productId],
+    );
+  }
+
+  /**
+   * Devices of the product (or the one device `deviceId`) leave the unlocked groups among `groups` whose
+   * conditions they no longer meet; one statement. Answers how many left.
+   */
+  async releaseMismatched(
+    productId: string,
+    groups: MembershipGroup[],
+    deviceId: string | null,
+    tx: Queryable,
+  ): Promise<number> {
+    const unlocked = groups.filter((group) => !group.lock_device_membership);
+    if (unlocked.length === 0) return 0;
+    const params: unknown[] = [productId, unlocked.map((group) => group.id), deviceId];
+    const version = versionCase(unlocked, params);
+    const [, count] = await tx.query<[unknown, number]>(
+      `UPDATE devices d SET deployment_group_id = NULL
+         FROM deployment_groups g
+        WHERE d.product_id = $1 AND d.deployment_group_id = ANY($2::bigint[]) AND g.id = d.deployment_group_id
+          AND ($3::bigint IS NULL OR d.id = $3)
+          AND NOT COALESCE((${MATCHES_FIRMWARE_AND_TAGS}) AND ${version}, FALSE)`,
+      params,
+    );
+    return count;
+  }
+
+  /**
+   * Devices of the product (or the one device `deviceId`) without a group join their best matching group among
+   * `groups` that are active and unlocked: the highest current-release firmware version, then the most matching
+   * tags, then the oldest group. One statement; answers how many joined.
+   */
+  async assignBestMatches(
+    productId: string,
+    groups: MembershipGroup[],
+    deviceId: string | null,
+    tx: Queryable,
+  ): Promise<number> {
+    const open = groups.filter((group) => group.is_active && !group.lock_device_membership);
+    if (open.length === 0) return 0;
+    const params: unknown[] = [productId, open.map((group) => group.id), deviceId];
+    const version = versionCase(open, params);
+    const [, count] = await tx.query<[unknown, number]>(
+      `WITH g AS MATERIALIZED (
+         SELECT g.id, g.platform, g.architecture, g.conditions_tags, g.conditions_tag_operator, f.version_sort_key
+           FROM deployment_groups g
+           JOIN deployment_releases r ON r.id = g.current_release_id
+           JOIN firmwares f ON f.id = r.firmware_id
+          WHERE g.id = ANY($2::bigint[])
+       )
+       UPDATE devices target SET deployment_group_id = pick.group_id
+         FROM (
+           SELECT d.id, best.id AS group_id
+             FROM devices d
+             CROSS JOIN LATERAL (
+               SELECT g.id FROM g
+                WHERE ${MATCHES_FIRMWARE_AND_TAGS} AND ${version}
+                ORDER BY g.version_sort_key DESC,
+                         cardinality(ARRAY(SELECT unnest(g.conditions_tags) INTERSECT SELECT unnest(d.tags))) DESC,
+                         g.id
+                LIMIT 1
+             ) best
+            WHERE d.product_id = $1 AND d.deployment_group_id IS NULL AND d.firmware_platform IS NOT NULL
+              AND ($3::bigint IS NULL OR d.id = $3)
+         ) pick
+        WHERE target.id = pick.id AND target.deployment_group_id IS NULL`,
+      params,
+    );
+    return count;
+  }
+}

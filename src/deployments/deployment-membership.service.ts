@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import type { Queryable } from '../database/transactions';
+import {
+  type MembershipGroup,
+  type MembershipState,
+  DeploymentGroupsRepository,
+} from './deployment-groups.repository';
+import { matchesVersion, parseVersionRequirement } from './version-requirement';
+
+/** A device as membership sees it. */
+export interface MembershipDevice {
+  tags: string[];
+  firmware_platform: string | null;
+  firmware_architecture: string | null;
+  firmware_version: string | null;
+}
+
+/** Whether the device meets the group's platform, architecture, tag and version conditions. */
+export function deviceMatchesGroup(device: MembershipDevice, group: MembershipGroup): boolean {
+  if (device.firmware_platform === null || device.firmware_platform !== group.platform) return false;
+  if (device.firmware_architecture !== group.architecture) return false;
+  const tags = group.conditions_tags;
+  const tagsMatch =
+    group.conditions_tag_operator === 'or'
+      ? tags.length === 0 || tags.some((tag) => device.tags.includes(tag))
+      : tags.every((tag) => device.tags.includes(tag));
+  if (!tagsMatch) return false;
+  const requirement = parseVersionRequirement(group.conditions_version);
+  return requirement !== null && matchesVersion(requirement, device.firmware_version);
+}
+
+/**
+ * The group a device belongs in, as NervesHub decides it (and as the set-wise statements of the repository do):
+ * it stays in its group while it meets the group's conditions, or whatever its conditions when the group locks
+ * its membership, active or not; otherwise it joins the best matching active, unlocked group: the highest
+ * current-release firmware version, then the most matching tags, then the oldest (lowest id).
+ */
+export function chooseGroup(
+  device: MembershipDevice & { deployment_group_id: string | null },
+  groups: MembershipGroup[],
+): string | null {
+  const current = groups.find((group) => group.id === device.deployment_group_id);
+  if (current && (current.lock_device_membership || deviceMatchesGroup(device, current))) return current.id;
+  const matchingTags = (group: MembershipGroup) =>
+    group.conditions_tags.filter((tag) => device.tags.includes(tag)).length;
+  const candidates = groups
+    .filter((group) => group.is_active && !group.lock_device_membership && deviceMatchesGroup(device, group))
+    .sort(
+      (a, b) =>
+        (a.version_sort_key < b.version_sort_key ? 1 : a.version_sort_key > b.version_sort_key ? -1 : 0) ||
+        matchingTags(b) - matchingTags(a) ||
+        Number(BigInt(a.id) - BigInt(b.id)),
+    );
+  return candidates[0]?.id ?? null;
+}
+
+/**
+ * Keeps `devices.deployment_group_id` what the groups' conditions say. A whole product is recomputed in two
+ * set-wise statements (never a loop over devices); one device (a join, a tag change) in one read and, only when
+ * its group changes, one write.
+ */
+@Injectable()
+export class DeploymentMembershipService {
+  constructor(private readonly groups: DeploymentGroupsRepository) {}
+
+  /**
+   * After a group of the product was created, changed, activated, deactivated or deleted: devices leave the
+   * unlocked groups they no longer match, then devices without a group join their best match. Runs in `tx` (the
+   * group change's transaction), under the product's membership lock.
+   */
+  async recomputeProduct(productId: string, tx: Queryable): Promise<{ left: number; joined: number }> {
+    const groups = await this.groups.lockMembershipGroups(productId, tx);
+    const left = await this.groups.releaseMismatched(productId, groups, null, tx);
+    const joined = await this.groups.assignBestMatches(productId, groups, null, tx);
+    return { left, joined };
+  }
+
+  /**
+   * After one device's join (its firmware may have changed) or tag change: one read, and one write only when
+   * its group changes. Answers the device's group id.
+   */
+  async recomputeDevice(deviceId: string): Promise<string | null> {
+    const state: MembershipState | null = await this.groups.findMembershipState(deviceId);
+    if (!state) return null;
+    if (state.groups.length === 0 && state.deployment_group_id === null) return null;
+    const target = chooseGroup(state, state.groups);
+    if (target === state.deployment_group_id) return target;
+    // Compare-and-set: a concurrent recomputation that moved the device first wins.
+    await this.groups.moveDevice(deviceId, state.deployment_group_id, target);
+    return target;
+  }
+}
