@@ -516,12 +516,11 @@ describe('deployment orchestrator (two instances)', () => {
     await second.fail();
     const paused = await eventually(
       async () =>
-        (
-          await a.db.query<{ is_active: boolean; paused_reason: string | null; paused_at: Date | null }[]>(
-            `SELECT is_active, paused_reason, paused_at FROM deployment_groups WHERE id = $1`,
-            [group.id],
-          )
-        )[0],
+        (await a.http().get(`${deployments()}/${group.name}`).set(admin.auth).expect(200)).body.data as {
+          is_active: boolean;
+          paused_reason: string | null;
+          paused_at: string | null;
+        },
       (g) => !g.is_active,
     );
     expect(paused.is_active).toBe(false);
