@@ -6,7 +6,6 @@ import {
 } from '../src/deployments/orchestrator/deployment-orchestrator.service';
 import { LeadershipLocksRepository } from '../src/deployments/orchestrator/leadership-locks.repository';
 import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
-import { DeploymentRows, type GroupSettings } from './support/deployment-rows';
 import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import { type TestUser, unique } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
@@ -31,6 +30,26 @@ class FakeAuthenticator extends DeviceAuthenticator {
 const OLD_UUID = '11111111-2222-5333-8444-555555555555';
 const TIMING = { sweepMs: 300, debounceMs: 20, onlineBatchMs: 20 };
 
+/** Rollout settings of a group, as `POST .../deployments` takes them. */
+interface GroupSettings {
+  concurrent_updates?: number;
+  inflight_update_expiration_minutes?: number;
+  device_failure_threshold?: number;
+  device_failure_rate_seconds?: number;
+  device_failure_rate_amount?: number;
+  failure_threshold?: number;
+  penalty_timeout_minutes?: number;
+  queue_management?: 'FIFO' | 'LIFO';
+}
+
+/** A group as the tests use it: its name (the API's), and its id and release 1 (the database's). */
+interface Group {
+  name: string;
+  id: string;
+  releaseId: string;
+}
+
+/** What a device reports on join: the platform and architecture of the fixtures' firmware (the groups'). */
 function joinParams(uuid: string) {
   return {
     nerves_fw_uuid: uuid,
@@ -97,7 +116,6 @@ describe('deployment orchestrator (two instances)', () => {
   let org: string;
   let product: string;
   let newUuid: string;
-  let rows: DeploymentRows;
   const devices: Device[] = [];
 
   beforeAll(async () => {
@@ -115,7 +133,6 @@ describe('deployment orchestrator (two instances)', () => {
     org = await a.fixtures.org(admin);
     product = await a.fixtures.product(admin, org);
     newUuid = (await a.fixtures.firmware(admin, org, product, { version: '2.0.0' })).uuid;
-    rows = new DeploymentRows(a.db);
   }, 60_000);
 
   afterAll(async () => {
@@ -124,27 +141,53 @@ describe('deployment orchestrator (two instances)', () => {
     await a?.close();
   });
 
-  /** `count` devices of the product, connected one after another (alternating instances), in a new group. */
+  const deployments = () => `/api/orgs/${org}/products/${product}/deployments`;
+
+  /**
+   * `count` devices of the product tagged with a tag of their own, connected one after another (alternating
+   * instances), and a new inactive group whose conditions are that tag: the devices connected join it when it is
+   * turned on (`start`), the others when they connect to an active group.
+   */
   async function fleet(count: number, settings: GroupSettings, connect = true) {
+    const tag = unique('fleet-');
     const ids = Array.from({ length: count }, () => unique('dev-'));
-    await a.fixtures.devices(admin, org, product, ids);
-    const group = await rows.group(org, product, newUuid, unique('group-'), {
-      is_active: false,
-      ...settings,
-    });
-    await rows.members(group.id, ids);
+    await a.fixtures.devices(admin, org, product, ids, { tags: [tag] });
+    const name = unique('group-');
+    await a
+      .http()
+      .post(deployments())
+      .set(admin.auth)
+      .send({
+        name,
+        firmware: newUuid,
+        is_active: false,
+        conditions: { version: '', tags: [tag] },
+        ...settings,
+      })
+      .expect(201);
     const fleetDevices = ids.map((id) => new Device(id));
     devices.push(...fleetDevices);
     if (connect) {
       for (const [i, device] of fleetDevices.entries()) await device.connect(i % 2 === 0 ? urlA : urlB);
     }
-    return { group, devices: fleetDevices };
+    return { group: await groupRow(name), devices: fleetDevices, tag };
   }
 
-  async function start(groupId: string) {
-    await rows.update(groupId, { is_active: true });
-    await rows.poke(groupId);
+  /** The group's id (the update frames' deployment_id) and release: the API names groups, never shows ids. */
+  async function groupRow(name: string): Promise<Group> {
+    const [row] = await a.db.query<{ id: string; release_id: string }[]>(
+      `SELECT id, current_release_id AS release_id FROM deployment_groups WHERE name = $1`,
+      [name],
+    );
+    return { name, id: row.id, releaseId: row.release_id };
   }
+
+  /** Turns the group on (or off), as a person does. */
+  async function setState(group: Group, state: 'on' | 'off') {
+    await a.http().patch(`${deployments()}/${group.name}`).set(admin.auth).send({ state }).expect(200);
+  }
+
+  const start = (group: Group) => setState(group, 'on');
 
   const inFlight = async (groupId: string) =>
     Number(
@@ -175,7 +218,7 @@ describe('deployment orchestrator (two instances)', () => {
 
   it('never has more than concurrent_updates in flight; completion by rejoin frees a slot; one frame each', async () => {
     const { group, devices: fleetDevices } = await fleet(8, { concurrent_updates: 3 });
-    await start(group.id);
+    await start(group);
     let maxInFlight = 0;
     const completed = new Set<string>();
     while (completed.size < fleetDevices.length) {
@@ -203,7 +246,8 @@ describe('deployment orchestrator (two instances)', () => {
 
   it('claims racing on both instances never exceed concurrent_updates, and never claim a device twice', async () => {
     const { group, devices: fleetDevices } = await fleet(10, { concurrent_updates: 4 });
-    await rows.update(group.id, { is_active: true });
+    // Its leader claims too (the change is published): one more racer.
+    await start(group);
     const claims = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         (i % 2 === 0 ? a : b).app.get(DeploymentOrchestrator).claim(group.id),
@@ -226,7 +270,7 @@ describe('deployment orchestrator (two instances)', () => {
 
   it('debounces: a storm of joins becomes a few claims', async () => {
     const { group, devices: fleetDevices } = await fleet(30, { concurrent_updates: 100 }, false);
-    await rows.update(group.id, { is_active: true });
+    await start(group);
     await a.app.get(DeploymentOrchestrator).sweep();
     await b.app.get(DeploymentOrchestrator).sweep();
     const spies = [a, b].map((t) => jest.spyOn(t.app.get(DeploymentOrchestrator), 'claim'));
@@ -254,7 +298,7 @@ describe('deployment orchestrator (two instances)', () => {
         concurrent_updates: 1,
         queue_management: queue,
       });
-      await start(group.id);
+      await start(group);
       await eventually(
         async () => fleetDevices.filter((d) => d.updates.length > 0),
         (l) => l.length > 0,
@@ -271,14 +315,18 @@ describe('deployment orchestrator (two instances)', () => {
     await disabled.connect(urlB);
     await current.connect(urlA, newUuid);
     await eligible.connect(urlB);
+    // Only failed updates put a device in the penalty box (tested below): written by hand here.
     await a.db.query(
       `UPDATE devices SET updates_blocked_until = now() + interval '1 hour' WHERE identifier = $1`,
       [blocked.identifier],
     );
-    await a.db.query(`UPDATE devices SET updates_enabled = false WHERE identifier = $1`, [
-      disabled.identifier,
-    ]);
-    await start(group.id);
+    await a
+      .http()
+      .patch(`/api/orgs/${org}/products/${product}/devices/${disabled.identifier}`)
+      .set(admin.auth)
+      .send({ updates_enabled: false })
+      .expect(200);
+    await start(group);
     await eventually(
       async () => eligible.updates.length,
       (n) => n > 0,
@@ -306,7 +354,7 @@ describe('deployment orchestrator (two instances)', () => {
       failure_threshold: 100,
     });
     const [failing, ignoring] = fleetDevices;
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => failing.updates.length + ignoring.updates.length,
       (n) => n === 2,
@@ -345,7 +393,7 @@ describe('deployment orchestrator (two instances)', () => {
       failure_threshold: 100,
     });
     const [device] = fleetDevices;
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => device.updates.length,
       (n) => n === 1,
@@ -380,12 +428,12 @@ describe('deployment orchestrator (two instances)', () => {
       device_failure_rate_seconds: 60,
     });
     const [device] = fleetDevices;
-    // An old attempt does not count towards the rate.
+    // An old attempt does not count towards the rate (no API writes an attempt an hour old).
     await a.db.query(
       `UPDATE devices SET update_attempts = ARRAY[now() - interval '1 hour'] WHERE identifier = $1`,
       [device.identifier],
     );
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => device.updates.length,
       (n) => n === 1,
@@ -411,7 +459,7 @@ describe('deployment orchestrator (two instances)', () => {
       device_failure_threshold: 1,
     });
     const [device] = fleetDevices;
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => device.updates.length,
       (n) => n === 1,
@@ -433,12 +481,13 @@ describe('deployment orchestrator (two instances)', () => {
   it("expires a paused group's in-flight updates too", async () => {
     const { group, devices: fleetDevices } = await fleet(1, { concurrent_updates: 1 });
     const [device] = fleetDevices;
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => device.updates.length,
       (n) => n === 1,
     );
-    await rows.update(group.id, { is_active: false });
+    await setState(group, 'off');
+    // The hour would be long to wait: the row is made to expire by hand.
     await a.db.query(`UPDATE pending_updates SET expires_at = now() WHERE deployment_group_id = $1`, [
       group.id,
     ]);
@@ -457,7 +506,7 @@ describe('deployment orchestrator (two instances)', () => {
     const [first, second, third, fourth] = fleetDevices;
     await first.connect(urlA);
     await second.connect(urlB);
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => first.updates.length + second.updates.length,
       (n) => n === 2,
@@ -467,12 +516,11 @@ describe('deployment orchestrator (two instances)', () => {
     await second.fail();
     const paused = await eventually(
       async () =>
-        (
-          await a.db.query<{ is_active: boolean; paused_reason: string | null; paused_at: Date | null }[]>(
-            `SELECT is_active, paused_reason, paused_at FROM deployment_groups WHERE id = $1`,
-            [group.id],
-          )
-        )[0],
+        (await a.http().get(`${deployments()}/${group.name}`).set(admin.auth).expect(200)).body.data as {
+          is_active: boolean;
+          paused_reason: string | null;
+          paused_at: string | null;
+        },
       (g) => !g.is_active,
     );
     expect(paused.is_active).toBe(false);
@@ -503,7 +551,7 @@ describe('deployment orchestrator (two instances)', () => {
     expect(await inFlight(group.id)).toBe(0);
     expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 0, 0]);
     // A person activates it again: the two waiting devices are started.
-    await start(group.id);
+    await start(group);
     await eventually(
       async () => third.updates.length + fourth.updates.length,
       (n) => n === 2,
@@ -522,7 +570,7 @@ describe('deployment orchestrator (two instances)', () => {
          FROM devices d, deployment_releases r WHERE d.identifier = $1 AND r.id = $2`,
       [device.identifier, group.releaseId],
     );
-    await rows.update(group.id, { is_active: true });
+    await start(group);
     await eventually(
       async () => device.updates.length,
       (n) => n === 1,
@@ -530,18 +578,64 @@ describe('deployment orchestrator (two instances)', () => {
     for (let i = 0; i < 3; i++) {
       await a.app.get(DeploymentOrchestrator).sweep();
       await b.app.get(DeploymentOrchestrator).sweep();
-      await rows.poke(group.id);
+      // A change of the group through the API: its leader looks at it again.
+      await a
+        .http()
+        .patch(`${deployments()}/${group.name}`)
+        .set(admin.auth)
+        .send({ notes: `look again ${i}` })
+        .expect(200);
     }
     await device.client.heartbeat();
     expect(device.updates).toHaveLength(1);
     expect(device.updates[0]).toMatchObject({ deployment_id: Number(group.id) });
   }, 30_000);
 
+  it("a connected device whose tags come to match an active group's conditions is updated", async () => {
+    const { group, devices: fleetDevices, tag } = await fleet(1, { concurrent_updates: 5 });
+    await start(group);
+    await eventually(
+      async () => fleetDevices[0].updates.length,
+      (n) => n === 1,
+    );
+    const identifier = await a.fixtures.device(admin, org, product, unique('dev-'), { tags: ['elsewhere'] });
+    const late = new Device(identifier);
+    devices.push(late);
+    await late.connect(urlB);
+    const record = `/api/orgs/${org}/products/${product}/devices/${identifier}`;
+    // Connected, eligible but for its tags: no group, nothing sent, whatever the sweeps.
+    await a.app.get(DeploymentOrchestrator).sweep();
+    await b.app.get(DeploymentOrchestrator).sweep();
+    await late.client.heartbeat();
+    expect((await a.http().get(record).set(admin.auth).expect(200)).body.data.deployment_group).toBeNull();
+    expect(late.updates).toHaveLength(0);
+    // Its tags now match: it joins the group and gets its update.
+    await a
+      .http()
+      .patch(record)
+      .set(admin.auth)
+      .send({ tags: [tag, 'elsewhere'] })
+      .expect(200);
+    expect((await a.http().get(record).set(admin.auth).expect(200)).body.data.deployment_group).toMatchObject(
+      {
+        name: group.name,
+        is_active: true,
+      },
+    );
+    await eventually(
+      async () => late.updates.length,
+      (n) => n > 0,
+    );
+    expect(late.updates).toHaveLength(1);
+    expect(late.updates[0]).toMatchObject({ update_available: true, deployment_id: Number(group.id) });
+    expect(await inFlight(group.id)).toBe(2);
+  }, 30_000);
+
   it.each(['loses its leadership connection', 'stops orchestrating'] as const)(
     'the leader %s mid-rollout: the rollout completes, one update frame per device',
     async (death) => {
       const { group, devices: fleetDevices } = await fleet(6, { concurrent_updates: 2 });
-      await start(group.id);
+      await start(group);
       const leaderOf = () => [a, b].find((t) => t.app.get(LeadershipLocksRepository).held.has(group.id));
       const first = await eventually(
         async () => fleetDevices.filter((d) => d.updates.length > 0),
@@ -577,4 +671,62 @@ describe('deployment orchestrator (two instances)', () => {
     },
     60_000,
   );
+});
+
+describe('deployment orchestrator: a group change through the API', () => {
+  const auth = new FakeAuthenticator();
+  let t: TestApp;
+  let url: string;
+  const fleetDevices: Device[] = [];
+
+  beforeAll(async () => {
+    // No sweep after the one at start: only the change's own publication can start the rollout.
+    const timing = { provide: ORCHESTRATOR_TIMING, useValue: { ...TIMING, sweepMs: 600_000 } };
+    t = await createTestApp({}, { overrides: [{ provide: DeviceAuthenticator, useValue: auth }, timing] });
+    auth.db = t.db;
+    url = (await listenOnLoopback(t)).url;
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const device of fleetDevices) await device.client?.close().catch(() => undefined);
+    await t?.close();
+  });
+
+  it('reaches the leader at once: state on, the connected members get their frames without a sweep', async () => {
+    const admin = await t.fixtures.user();
+    const org = await t.fixtures.org(admin);
+    const product = await t.fixtures.product(admin, org);
+    const firmware = (await t.fixtures.firmware(admin, org, product, { version: '2.0.0' })).uuid;
+    const ids = Array.from({ length: 3 }, () => unique('dev-'));
+    await t.fixtures.devices(admin, org, product, ids, { tags: ['prompt'] });
+    const base = `/api/orgs/${org}/products/${product}/deployments`;
+    await t
+      .http()
+      .post(base)
+      .set(admin.auth)
+      .send({ name: 'prompt', firmware, conditions: { version: '~> 1.0', tags: ['prompt'] } })
+      .expect(201);
+    for (const id of ids) {
+      const device = new Device(id);
+      fleetDevices.push(device);
+      await device.connect(url);
+    }
+    const orchestrator = t.app.get(DeploymentOrchestrator);
+    const sweep = jest.spyOn(orchestrator, 'sweep');
+    try {
+      const turnedOn = Date.now();
+      await t.http().patch(`${base}/prompt`).set(admin.auth).send({ state: 'on' }).expect(200);
+      await eventually(
+        async () => fleetDevices.filter((d) => d.updates.length > 0).length,
+        (n) => n === 3,
+        2_000,
+      );
+      expect(Date.now() - turnedOn).toBeLessThan(2_000);
+      expect(fleetDevices.map((d) => d.updates.length)).toEqual([1, 1, 1]);
+      expect((fleetDevices[0].updates[0].firmware_meta as { uuid: string }).uuid).toBe(firmware);
+      expect(sweep).not.toHaveBeenCalled();
+    } finally {
+      sweep.mockRestore();
+    }
+  }, 60_000);
 });

@@ -125,10 +125,16 @@ export class Fixtures {
     return identifier;
   }
 
-  /** Many devices at once (a few requests in flight at a time), each as `device()` makes it. */
-  async devices(by: TestUser, org: string, product: string, identifiers: readonly string[]): Promise<void> {
+  /** Many devices at once (a few requests in flight at a time), each as `device()` makes it (with `body`). */
+  async devices(
+    by: TestUser,
+    org: string,
+    product: string,
+    identifiers: readonly string[],
+    body: object = {},
+  ): Promise<void> {
     for (let i = 0; i < identifiers.length; i += 8) {
-      await Promise.all(identifiers.slice(i, i + 8).map((id) => this.device(by, org, product, id)));
+      await Promise.all(identifiers.slice(i, i + 8).map((id) => this.device(by, org, product, id, body)));
     }
   }
 
