@@ -10,8 +10,11 @@ export const DEPLOYMENTS_CHANNEL = 'deployments';
 export class DeploymentEvents {
   constructor(private readonly bus: InstanceBus) {}
 
-  /** Delivered when `tx` commits (nothing if it rolls back): the leader looks at the group again at once. */
-  async groupChanged(groupId: string, tx: Tx): Promise<void> {
+  /**
+   * The leader looks at the group again at once: delivered when `tx` commits (nothing if it rolls back), or now
+   * without one.
+   */
+  async groupChanged(groupId: string, tx?: Tx): Promise<void> {
     await this.bus.publish(DEPLOYMENTS_CHANNEL, JSON.stringify({ group: groupId }), tx);
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
+import { DeploymentEvents } from './deployment-events';
 import {
   type MembershipGroup,
   type MembershipState,
@@ -61,7 +62,10 @@ export function chooseGroup(
  */
 @Injectable()
 export class DeploymentMembershipService {
-  constructor(private readonly groups: DeploymentGroupsRepository) {}
+  constructor(
+    private readonly groups: DeploymentGroupsRepository,
+    private readonly events: DeploymentEvents,
+  ) {}
 
   /**
    * After a group of the product was created, changed, activated, deactivated or deleted: devices leave the
@@ -86,7 +90,9 @@ export class DeploymentMembershipService {
     const target = chooseGroup(state, state.groups);
     if (target === state.deployment_group_id) return target;
     // Compare-and-set: a concurrent recomputation that moved the device first wins.
-    await this.groups.moveDevice(deviceId, state.deployment_group_id, target);
+    const moved = await this.groups.moveDevice(deviceId, state.deployment_group_id, target);
+    // A new member may be due its group's release now, not at the orchestrator's next sweep.
+    if (moved && target !== null) await this.events.groupChanged(target);
     return target;
   }
 }
