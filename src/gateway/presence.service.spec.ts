@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { DeviceRecordsService } from '../devices/device-records.service';
 import { fake, fakeTransactions } from '../../test/support/unit-fakes';
 import type { GatewayInstancesRepository } from './gateway-instances.repository';
@@ -26,7 +27,12 @@ async function startedPresence(markDisconnected: jest.Mock) {
 }
 
 describe('PresenceService disconnections', () => {
-  afterEach(() => jest.useRealTimers());
+  // The failures these tests cause are logged as warnings: expected here, kept out of the test output.
+  beforeEach(() => jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined));
+  afterEach(() => {
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
 
   it('writes a batch again when PostgreSQL aborted it as a deadlock victim', async () => {
     const markDisconnected = jest
