@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -26,6 +27,15 @@ import {
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
+import {
+  deploymentGoals,
+  type DeploymentResults,
+  dropRolloutProduct,
+  dropStaleRolloutProducts,
+  membershipScenario,
+  rolloutProductName,
+  runRollout,
+} from './deployments';
 import {
   dropSocketProduct,
   dropStaleSocketProducts,
@@ -49,6 +59,12 @@ const CONNECTIONS = 16;
 const ONLY = option('only')?.split(',');
 const UPLOAD_MIB = Number(option('upload-mib') ?? 200);
 const SOCKET_RUNS = Number(option('socket-runs') ?? 3);
+/** Issue #15: the rollout's devices and concurrent_updates (full: the goal's 10,000 and 500). */
+const ROLLOUT_DEVICES = Number(option('rollout-devices') ?? (QUICK ? 300 : 10_000));
+const ROLLOUT_CONCURRENT = Number(option('rollout-concurrent') ?? (QUICK ? 30 : 500));
+/** The failing rollout: 5 % of the devices fail; this low failure_threshold pauses the group. */
+const ROLLOUT_FAIL_SHARE = 0.05;
+const ROLLOUT_FAILURE_THRESHOLD = QUICK ? 5 : 25;
 /**
  * The per-token API limit both servers run with: one token sends thousands of requests a second, which the default
  * (6,000/min) would answer with 429; the maximum keeps the limiter's work in the measurement without refusing.
@@ -368,6 +384,7 @@ function goalsOf(
   results: ScenarioResult[],
   upload: (UploadRun & { warmup: UploadRun }) | null,
   sockets: SocketRun[],
+  deployments: DeploymentResults | null,
 ): Goal[] {
   const goals: Goal[] = [];
   const hot = results.filter((r) => r.hot && r.ratio_to_floor !== undefined);
@@ -426,6 +443,7 @@ function goalsOf(
     });
   }
   goals.push(...socketGoals(sockets));
+  goals.push(...deploymentGoals(deployments, QUICK));
   if (upload) {
     goals.push({
       goal: `upload of a ${upload.size_mib} MiB firmware: server RSS flat within ±20 MiB`,
@@ -434,6 +452,18 @@ function goalsOf(
     });
   }
   return goals;
+}
+
+/** A TCP port free now on 127.0.0.1 (for a server whose public URL must name its port). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** The server process of this session's database connection. */
@@ -468,6 +498,8 @@ async function main(): Promise<void> {
     await db.connect();
     // Anything created by an earlier (interrupted) run after the seed goes.
     await db.query(`DELETE FROM iroh_endpoints WHERE inserted_at > $1`, [info.seededAt]);
+    // Deployment groups first: their releases hold on to the firmware.
+    await db.query(`DELETE FROM deployment_groups WHERE product_id = $1`, [info.productId]);
     await db.query(`DELETE FROM firmwares WHERE product_id = $1`, [info.productId]);
     await db.query(`ANALYZE iroh_endpoints`);
     const postgres = postmasterPid(await backendPid(db));
@@ -488,7 +520,7 @@ async function main(): Promise<void> {
     await mkdir(serverDataDir, { recursive: true });
     // Through bash, so that the soft open-file limit is the hard one (each device socket is a descriptor); `exec`
     // keeps the pid, so procStat still reads the server. The device-socket scenarios start a second instance.
-    const startFleethub = (name: string) =>
+    const startFleethub = (name: string, port = 0) =>
       startProcess(
         name,
         'bash',
@@ -496,9 +528,11 @@ async function main(): Promise<void> {
         ['-c', `ulimit -n $(ulimit -Hn); exec "$0" $BENCH_SERVER_NODE_ARGS "$1"`, process.execPath, distMain],
         {
           DATABASE_URL: database.url,
-          PORT: '0',
+          PORT: String(port),
           HOST: '127.0.0.1',
           LOG_LEVEL: 'warn',
+          // Download links must name the real port (devices that install updates follow them).
+          ...(port !== 0 && { FLEETHUB_PUBLIC_URL: `http://127.0.0.1:${port}` }),
           FLEETHUB_DATA_DIR: serverDataDir,
           FLEETHUB_RATE_LIMIT_API_PER_MIN: String(RATE_LIMIT_API_PER_MIN),
         },
@@ -610,7 +644,86 @@ async function main(): Promise<void> {
       sockets = { runs };
     }
 
-    const goals = goalsOf(results, upload, sockets?.runs ?? []);
+    let deployments: DeploymentResults | null = null;
+    const wants = (name: string) => !flag('no-deployments') && (!ONLY || ONLY.includes(name));
+    if (wants('rollout') || wants('membership')) {
+      deployments = { rollouts: [], membership: null };
+      const common = {
+        info,
+        db,
+        log,
+        buildSignedFw,
+        signingKey: benchSigningKey().privateKey,
+        benchData: BENCH_DATA,
+      };
+      if (wants('rollout')) {
+        await dropStaleRolloutProducts(db, info.orgId, log);
+        const runs = [
+          { name: 'rollout' as const, failShare: 0, failureThreshold: null },
+          {
+            name: 'rollout_failures' as const,
+            failShare: ROLLOUT_FAIL_SHARE,
+            failureThreshold: ROLLOUT_FAILURE_THRESHOLD,
+          },
+        ];
+        for (const [i, run] of runs.entries()) {
+          log(
+            `scenario ${run.name}: ${ROLLOUT_DEVICES} devices, concurrent_updates ${ROLLOUT_CONCURRENT}, ` +
+              `fail share ${run.failShare}${run.failureThreshold === null ? '' : `, failure_threshold ${run.failureThreshold}`}, fresh server`,
+          );
+          const productName = rolloutProductName(i + 1);
+          let server: Started | undefined;
+          const row: DeploymentResults['rollouts'][number] = {
+            name: run.name,
+            concurrent_updates: ROLLOUT_CONCURRENT,
+            failure_threshold: run.failureThreshold,
+            results: null,
+            error: null,
+          };
+          try {
+            // A port of its own picked first: the devices download the firmware from the links it hands out.
+            server = await startFleethub(`fleethub-${run.name}`, await freePort());
+            row.results = await runRollout({
+              ...common,
+              server,
+              productName,
+              devices: ROLLOUT_DEVICES,
+              concurrentUpdates: ROLLOUT_CONCURRENT,
+              failShare: run.failShare,
+              failureThreshold: run.failureThreshold,
+            });
+          } catch (err) {
+            log(`  ${run.name} failed: ${errorText(err)}`);
+            row.error = (err instanceof Error ? err.message : String(err)).slice(0, 500);
+          } finally {
+            if (server) await stopProcess(server.child);
+            await dropRolloutProduct(db, info.orgId, productName).catch((err: Error) =>
+              log(`  cleanup of ${productName}: ${err.message}`),
+            );
+          }
+          deployments.rollouts.push(row);
+        }
+      }
+      if (wants('membership')) {
+        log(
+          `scenario membership: a group change over ${N.toLocaleString('en')} devices, device list meanwhile`,
+        );
+        deployments.membership = { devices: N, changes: [], error: null };
+        try {
+          deployments.membership.changes = await membershipScenario({
+            ...common,
+            server: fleethub,
+            devices: N,
+            connections: CONNECTIONS,
+          });
+        } catch (err) {
+          log(`  membership failed: ${errorText(err)}`);
+          deployments.membership.error = (err instanceof Error ? err.message : String(err)).slice(0, 500);
+        }
+      }
+    }
+
+    const goals = goalsOf(results, upload, sockets?.runs ?? [], deployments);
     const cpus = os.cpus();
     const report: Report = {
       generated_by: 'bench/bench.ts',
@@ -640,6 +753,7 @@ async function main(): Promise<void> {
       upload,
       goals,
       device_sockets: sockets,
+      deployments,
       duration_s: Math.round((Date.now() - t0) / 1000),
     };
     if (!flag('no-write')) {

@@ -15,7 +15,11 @@ function checkout(from: string): string {
   }
 }
 
-export const ROOT = checkout(BUILD_DIR);
+/**
+ * run.sh names the checkout it runs in (BENCH_ROOT): the build folder's real path can be another checkout's when
+ * node_modules is a link to it (git worktrees sharing one node_modules).
+ */
+export const ROOT = process.env.BENCH_ROOT || checkout(BUILD_DIR);
 /** The embedded database, the server's data folder, scratch files and CPU profiles. */
 export const BENCH_DATA = join(ROOT, '.bench-data');
 

@@ -1,4 +1,5 @@
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
+import { type DeploymentResults, renderDeployments } from './deployments';
 import type { LoadWindow } from './machine-load';
 import { describeSpread, type Goal, type SocketRun, socketFigures, type Spread } from './sockets';
 
@@ -77,6 +78,8 @@ export interface Report {
   goals: Goal[];
   /** null: not run (--no-sockets, --only). */
   device_sockets: { runs: SocketRun[] } | null;
+  /** Issue #15's rollout and membership scenarios; null: not run (--no-deployments, --only). */
+  deployments?: DeploymentResults | null;
   duration_s: number;
 }
 
@@ -206,6 +209,7 @@ export function renderMarkdown(r: Report): string {
     lines.push('');
   }
   if (r.device_sockets) renderSockets(r.device_sockets.runs, lines);
+  if (r.deployments) renderDeployments(r.deployments, lines);
   lines.push('## How to run');
   lines.push('');
   lines.push('```sh');
@@ -214,7 +218,10 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push('npm run bench -- --quick   # 100,000 rows, ~3 s per scenario, under 2 minutes');
   lines.push(
-    '# options: --only=devices_page1,iroh_search_member,upload,sockets  --duration=5  --no-floor  --no-upload  --no-sockets',
+    '# options: --only=devices_page1,iroh_search_member,upload,sockets,rollout,membership  --duration=5  --no-floor',
+  );
+  lines.push(
+    '#          --no-upload  --no-sockets  --no-deployments  --rollout-devices=N  --rollout-concurrent=N',
   );
   lines.push(
     '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --socket-runs=N  --upload-mib=N  --no-write  --keep-db',

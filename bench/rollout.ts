@@ -1,17 +1,18 @@
 /**
- * The `rollout` scenario (issue #15, item 6), a SKELETON NOT WIRED INTO `npm run bench`: nothing calls
- * `rolloutScenario` yet. The harness will call it (behind its own flag, e.g. BENCH_ROLLOUT=1; never by default)
- * once deployment groups exist, passing `startRollout`, which creates or activates the deployment group with
- * the deployment API. This file measures only what the devices and the database show; it invents no number.
+ * The `rollout` scenario (issue #15, item 6), run by bench/deployments.ts (`npm run bench`). This file measures only
+ * what the devices and the database show; it invents no number.
  *
  *  1. N simulated devices (the bench/sockets.ts client processes) registered in the product and connected,
  *     running `update.firmware` (match the group's platform, architecture and version condition) and applying
  *     updates as `update` says (apply time, fail share, seed);
- *  2. `startRollout()` is awaited; from its call, every SAMPLE_MS: the product's pending updates (the server's
- *     updates in flight) and the devices applying one (the client processes' last reports, summed);
+ *  2. `startRollout()` is awaited (it creates the active deployment group); from its call, every SAMPLE_MS: the
+ *     group's pending updates (the server's updates in flight, the orchestrator's claims) and the devices applying
+ *     one (the client processes' last reports, summed); and whether the group paused itself;
  *  3. until every device has installed or failed the update and the database shows each installed one on
- *     `targetUuid` (or the timeout): the time to the whole fleet on the new release, the most in flight, the
- *     update frames per device (the goal: exactly one each), downloads, bytes, completions and failures.
+ *     `targetUuid` — or, with `untilPaused`, until the group paused itself and its updates in flight ended — (or
+ *     the timeout): the time to the whole fleet on the new release, the most in flight, the update frames per
+ *     device (the goal: exactly one each), downloads, bytes, completions, failures, devices in the penalty box,
+ *     and when the group paused with how many updates were in flight then.
  */
 import type { Client } from 'pg';
 import type { SimulatorOptions } from '../src/cli/simulator';
@@ -39,6 +40,8 @@ export interface RolloutScenarioOptions {
   log: Log;
   /** Give up this long after the rollout started (default 120 s). */
   timeoutMs?: number;
+  /** Done when the group has paused itself and has no update in flight (instead of: every device settled). */
+  untilPaused?: boolean;
 }
 
 export interface RolloutResults {
@@ -62,6 +65,17 @@ export interface RolloutResults {
   bytes: number;
   completions: number;
   failures: number;
+  /** Devices of the product in the penalty box (`updates_blocked_until` ahead) at the end. */
+  blocked: number;
+  /** The release's failed updates as the group counts them at the end. */
+  release_failed: number;
+  /** From calling startRollout until the group's `paused_at`; null: it did not pause. */
+  paused_after_ms: number | null;
+  paused_reason: string | null;
+  /** The group's updates in flight at the first sample that saw it paused (within SAMPLE_MS of the pause). */
+  in_flight_at_pause: number | null;
+  /** Update frames the devices received after that sample (0: no claim after the pause). */
+  frames_after_pause: number | null;
 }
 
 export async function rolloutScenario(o: RolloutScenarioOptions): Promise<RolloutResults> {
@@ -97,24 +111,48 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
     let maxServer = 0;
     let maxClients = 0;
     let sampling = false;
+    let started = 0;
+    let pause: { after_ms: number; in_flight: number; frames: number; reason: string | null } | null = null;
+    const frames = async () =>
+      (await Promise.all(workers.map((w) => w.send('updateStats')))).reduce((a, s) => a + s.update_frames, 0);
     const sample = async () => {
       if (sampling) return;
       sampling = true;
       try {
-        const { rows } = await o.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pending_updates p JOIN devices d ON d.id = p.device_id
-           WHERE d.product_id = $1`,
+        const { rows } = await o.db.query<{ n: number; paused_ms: string | null; reason: string | null }>(
+          `SELECT (SELECT count(*)::int FROM pending_updates p WHERE p.deployment_group_id = g.id) AS n,
+                  (extract(epoch FROM g.paused_at) * 1000)::bigint::text AS paused_ms, g.paused_reason AS reason
+             FROM deployment_groups g WHERE g.product_id = $1`,
           [o.productId],
         );
-        maxServer = Math.max(maxServer, rows[0].n);
+        const row = rows[0];
+        if (!row) return;
+        maxServer = Math.max(maxServer, row.n);
         maxClients = Math.max(
           maxClients,
           workers.reduce((a, w) => a + w.applying, 0),
         );
+        if (row.paused_ms !== null && pause === null) {
+          pause = {
+            after_ms: Number(row.paused_ms) - started,
+            in_flight: row.n,
+            frames: 0,
+            reason: row.reason,
+          };
+          pause.frames = await frames();
+        }
       } finally {
         sampling = false;
       }
     };
+    const inFlight = async () =>
+      (
+        await o.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pending_updates p JOIN deployment_groups g ON g.id = p.deployment_group_id
+            WHERE g.product_id = $1`,
+          [o.productId],
+        )
+      ).rows[0].n;
     const onTarget = async () =>
       (
         await o.db.query<{ n: number }>(
@@ -124,11 +162,12 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       ).rows[0].n;
     const stats = () => Promise.all(workers.map((w) => w.send('updateStats')));
 
-    const started = Date.now();
+    started = Date.now();
     sampler = setInterval(() => void sample().catch(() => undefined), SAMPLE_MS);
     await o.startRollout();
     const settledIn = await waitFor(
       async () => {
+        if (o.untilPaused) return pause !== null && (await inFlight()) === 0;
         const all = await stats();
         const settled = all.reduce((a, s) => a + s.settled, 0);
         const completions = all.reduce((a, s) => a + s.completions, 0);
@@ -142,6 +181,18 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
     sampler = null;
     await sample();
     const final = merge(await stats());
+    const { rows: ends } = await o.db.query<{ blocked: number; failed: number }>(
+      `SELECT (SELECT count(*)::int FROM devices WHERE product_id = $1 AND updates_blocked_until > now()) AS blocked,
+              COALESCE((SELECT r.failed_count FROM deployment_groups g
+                          JOIN deployment_releases r ON r.id = g.current_release_id WHERE g.product_id = $1), 0) AS failed`,
+      [o.productId],
+    );
+    const paused = pause as {
+      after_ms: number;
+      in_flight: number;
+      frames: number;
+      reason: string | null;
+    } | null;
     const results: RolloutResults = {
       devices: o.devices,
       joined,
@@ -162,12 +213,19 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       bytes: final.bytes,
       completions: final.completions,
       failures: final.failures,
+      blocked: ends[0].blocked,
+      release_failed: ends[0].failed,
+      paused_after_ms: paused?.after_ms ?? null,
+      paused_reason: paused?.reason ?? null,
+      in_flight_at_pause: paused?.in_flight ?? null,
+      frames_after_pause: paused ? final.update_frames - paused.frames : null,
     };
     o.log(
       `  rollout: ${allSettledMs === null ? 'not settled in time' : `settled in ${allSettledMs} ms`}; ` +
         `${results.on_target}/${o.devices} on the target; at most ${maxServer} in flight (server), ` +
         `${maxClients} applying (devices); frames per device ${JSON.stringify(final.frames_per_device)}; ` +
-        `${final.completions} installed, ${final.failures} failed`,
+        `${final.completions} installed, ${final.failures} failed, ${results.blocked} in the penalty box` +
+        (paused ? `; paused after ${paused.after_ms} ms with ${paused.in_flight} in flight` : ''),
     );
     await Promise.all(workers.map((w) => w.send('stop')));
     return results;

@@ -23,4 +23,5 @@ if ! node node_modules/typescript/bin/tsc -p tsconfig.build.json --outDir "$out"
   echo "bench: type errors outside bench/ (BENCH_ALLOW_TYPE_ERRORS=1): running the JavaScript tsc emitted" >&2
 fi
 echo "bench: tsc -p tsconfig.build.json → $out in $(($(date +%s) - started)) s" >&2
-node "$out/bench/$script.js" "$@"
+# The checkout's own .bench-data/ and docs/, even when node_modules (and so the build) is a link into another one.
+BENCH_ROOT="$PWD" node "$out/bench/$script.js" "$@"

@@ -9,11 +9,14 @@ import { Client } from 'pg';
 import { generateUserToken, hashToken } from '../src/auth/token-codec';
 import { EmbeddedPostgres } from '../src/database/embedded-postgres';
 import { runMigrations } from '../src/database/migrate';
+import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
 import { BENCH_DATA } from './paths';
 
 export type Log = (message: string) => void;
 
-const SEED_VERSION = 3;
+/** 4: devices carry `firmware_version_key` (deployment group membership compares it). */
+const SEED_VERSION = 4;
+const VERSIONS = ['1.0.0', '1.1.0', '1.2.0', '1.2.1', '1.3.0'];
 
 export const ORG = 'bench-org';
 export const PRODUCT = 'bench-product';
@@ -295,8 +298,8 @@ export async function seed(url: string, n: number, log: Log): Promise<SeedInfo> 
       await db.query(`SELECT setseed(0.42)`);
       await db.query(
         `INSERT INTO devices (org_id, product_id, identifier, description, tags, connection_status,
-                              last_communication, firmware_metadata, firmware_version, firmware_platform,
-                              inserted_at, updated_at)
+                              last_communication, firmware_metadata, firmware_version, firmware_version_key,
+                              firmware_platform, inserted_at, updated_at)
          SELECT $1, $2, 'dev-' || lpad(i::text, 7, '0'),
                 CASE WHEN r_desc < 0.3 THEN 'Unit ' || i || ' in rack ' || (i % 97) END,
                 CASE WHEN t < 10 THEN '{}'::text[] WHEN t < 20 THEN '{beta}' WHEN t < 30 THEN '{beta,lab}'
@@ -308,15 +311,17 @@ export async function seed(url: string, n: number, log: Log): Promise<SeedInfo> 
                   'uuid', md5(version), 'product', $4::text, 'platform', 'rpi4', 'architecture', 'aarch64',
                   'version', version, 'author', 'Bench', 'fwup_version', '1.10.2') END,
                 CASE WHEN status <> 'not_seen' THEN version END,
+                CASE WHEN status <> 'not_seen' THEN version_key END,
                 CASE WHEN status <> 'not_seen' THEN 'rpi4' END,
                 now() - interval '365 days' + i * (interval '365 days' / $3),
                 now() - interval '1 day'
            FROM (SELECT i, random() AS r_desc, floor(random() * 100)::int AS t, random() AS r_seen,
                         CASE WHEN c < 0.33 THEN 'not_seen' WHEN c < 0.43 THEN 'connected' ELSE 'disconnected' END
                           AS status,
-                        (ARRAY['1.0.0','1.1.0','1.2.0','1.2.1','1.3.0'])[1 + floor(v * 5)::int] AS version
+                        ($5::text[])[1 + floor(v * 5)::int] AS version,
+                        ($6::text[])[1 + floor(v * 5)::int] AS version_key
                    FROM (SELECT i, random() AS c, random() AS v FROM generate_series(1, $3) i) g) s`,
-        [orgId, productId, n, PRODUCT],
+        [orgId, productId, n, PRODUCT, VERSIONS, VERSIONS.map((v) => semverSortKey(v))],
       );
     });
 

@@ -142,8 +142,57 @@ describe('fleethub demo', () => {
 
     it('records a rollout in progress and iroh endpoints', async () => {
       expect(await count(`SELECT count(*) AS n FROM pending_updates`)).toBe(10);
+      // Every pending update is the demo group's, on its current release, as the orchestrator claims them.
+      expect(
+        await count(
+          `SELECT count(*) AS n FROM pending_updates pu JOIN deployment_groups g ON g.id = pu.deployment_group_id
+            WHERE g.name = 'gateway-stable' AND pu.deployment_release_id = g.current_release_id
+              AND pu.expires_at > now()`,
+        ),
+      ).toBe(10);
       const iroh = await api('/api/orgs/demo/iroh_endpoints').expect(200);
       expect(iroh.body.data.length).toBeGreaterThan(10);
+    });
+
+    it('creates the deployment group gateway-stable with a rollout in progress, shown through the API', async () => {
+      const list = await api('/api/orgs/demo/products/gateway/deployments').expect(200);
+      expect(list.body.data.map((g: { name: string }) => g.name)).toEqual(['gateway-stable']);
+      const { body } = await api('/api/orgs/demo/products/gateway/deployments/gateway-stable').expect(200);
+      const newest = await api('/api/orgs/demo/products/gateway/firmwares').expect(200);
+      expect(body.data).toMatchObject({
+        name: 'gateway-stable',
+        is_active: true,
+        state: 'on',
+        firmware_uuid: newest.body.data[0].uuid,
+        current_release: {
+          number: 1,
+          firmware: { version: '1.2.0', platform: 'rpi4', architecture: 'aarch64' },
+        },
+        conditions: { version: '~> 1.0', tags: [], tag_operator: 'and' },
+        concurrent_updates: 10,
+        releases_count: 1,
+        paused_reason: null,
+      });
+      // Membership as the membership service computes it: every gateway with a 1.x firmware (all but the never seen).
+      const members = await count(
+        `SELECT count(*) AS n FROM devices d JOIN products p ON p.id = d.product_id
+          WHERE p.name = 'gateway' AND d.firmware_version LIKE '1.%'`,
+      );
+      expect(members).toBeGreaterThan(700);
+      const counts = body.data.counts;
+      expect(counts).toMatchObject({ devices: members, updating: 10, failed: 2, blocked: 2 });
+      expect(body.data.device_count).toBe(members);
+      // More than the third that started on 1.2.0, fewer than all.
+      expect(counts.updated).toBeGreaterThan(members / 2);
+      expect(counts.updated).toBeLessThan(members);
+      const filtered = await api(
+        '/api/orgs/demo/products/gateway/devices?filters%5Bdeployment_group%5D=gateway-stable&page_size=1',
+      ).expect(200);
+      expect(filtered.body.pagination.total_entries).toBe(members);
+      expect(stdout).toContain(
+        `deployment group gateway-stable (product gateway, firmware 1.2.0): ${members} devices, ` +
+          `${counts.updated} updated, 10 updating, 2 in the penalty box`,
+      );
     });
 
     it('fails clearly, changing nothing, when the demo already exists', async () => {

@@ -5,6 +5,7 @@ import { FirmwareModule } from '../firmware/firmware.module';
 import type { AppConfig } from '../config/config';
 import { ConfigModule } from '../config/config.module';
 import { DatabaseModule } from '../database/database.module';
+import { DeploymentsModule } from '../deployments/deployments.module';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { IrohModule } from '../iroh/iroh.module';
 import { MembersModule } from '../members/members.module';
@@ -37,6 +38,8 @@ export class CliModule {
         SigningKeysModule,
         ProductsModule,
         FirmwareModule,
+        // `fleethub demo`'s deployment group (never the orchestrator: the CLI sends no update).
+        DeploymentsModule,
         // `fleethub demo` makes up the fleet (devices, pending updates, iroh endpoints) through their repositories.
         DeviceRecordsModule,
         IrohModule,

@@ -33,7 +33,8 @@ export function progressBar(
 @Command({
   name: 'demo',
   description:
-    'Create a demo organization: users, products, signed firmware, a fleet of devices, iroh endpoints; prints a token',
+    'Create a demo organization: users, products, signed firmware, a fleet of devices, a deployment group rolling ' +
+    'out, iroh endpoints; prints a token',
 })
 export class DemoCommand extends CliCommand<DemoCommandOptions> {
   constructor(private readonly demo: DemoService) {
@@ -54,6 +55,11 @@ export class DemoCommand extends CliCommand<DemoCommandOptions> {
     this.print(
       `  ${result.devices} devices (${result.connected} shown as connected), ${result.pendingUpdates} pending updates, ` +
         `${result.irohEndpoints} iroh endpoints`,
+    );
+    const group = result.deploymentGroup;
+    this.print(
+      `  deployment group ${group.name} (product ${group.product}, firmware ${group.version}): ${group.devices} devices, ` +
+        `${group.updated} updated, ${group.updating} updating, ${group.blocked} in the penalty box`,
     );
     this.print(`Swagger UI: ${result.swaggerUrl} (Authorize with the token below)`);
     process.stderr.write(`token for ${result.email} (scope all); it is shown only once:\n`);

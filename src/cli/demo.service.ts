@@ -5,6 +5,9 @@ import { TokensService } from '../auth/tokens.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { type Tx, Transactions } from '../database/transactions';
+import { DeploymentGroupsRepository } from '../deployments/deployment-groups.repository';
+import { DeploymentsService } from '../deployments/deployments.service';
+import { DeploymentMembershipService } from '../deployments/deployment-membership.service';
 import { DevicesRepository } from '../devices/devices.repository';
 import { FirmwareService } from '../firmware/firmware.service';
 import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
@@ -37,8 +40,17 @@ export const DEMO_PRODUCTS = [
 
 const TAGS = ['production', 'beta', 'lab', 'eu', 'us', 'rooftop', 'basement'];
 const BATCH = 500;
-/** The rollout in progress: this many gateways on the oldest version wait for the newest. */
-const ROLLOUT = 10;
+/** The rollout in progress: a deployment group of the gateways, on their newest firmware. */
+export const DEMO_GROUP = {
+  name: 'gateway-stable',
+  conditions: { version: '~> 1.0', tags: [] as string[], tag_operator: 'and' as const },
+  concurrent_updates: 10,
+  notes: 'fleethub demo: a rollout in progress',
+};
+/** Of the group's devices behind its release, every this many has already installed it. */
+const UPDATED_EVERY = 2;
+/** Devices whose update failed: in the penalty box. */
+const BLOCKED = 2;
 
 export interface DemoOptions {
   devices: number;
@@ -56,6 +68,15 @@ export interface DemoResult {
   connected: number;
   pendingUpdates: number;
   irohEndpoints: number;
+  deploymentGroup: {
+    name: string;
+    product: string;
+    version: string;
+    devices: number;
+    updated: number;
+    updating: number;
+    blocked: number;
+  };
   swaggerUrl: string;
 }
 
@@ -64,8 +85,10 @@ export class DemoExistsError extends Error {}
 /**
  * `fleethub demo`: a ready organization to explore. Users, the organization, products, the signing key and the
  * firmware go through the real services (the firmware as a signed .fw file, ingested as an upload is); the fleet
- * (devices, a rollout in progress, iroh endpoints) is made up in bulk by the owning repositories, in batches of
- * devices, all in one transaction. On any failure everything created so far is removed again.
+ * (devices, iroh endpoints) is made up in bulk by the owning repositories, in batches of devices, all in one
+ * transaction. The deployment group is created by the deployments feature (its membership computed as for any
+ * group), then its rollout is made to look under way: some devices updated, some in flight, two in the penalty box.
+ * On any failure everything created so far is removed again.
  */
 @Injectable()
 export class DemoService {
@@ -76,6 +99,8 @@ export class DemoService {
     private readonly orgs: OrgsService,
     private readonly members: MembersService,
     private readonly products: ProductsService,
+    private readonly deployments: DeploymentsService,
+    private readonly membership: DeploymentMembershipService,
     private readonly keys: SigningKeysService,
     private readonly firmware: FirmwareService,
     private readonly tokens: TokensService,
@@ -83,6 +108,7 @@ export class DemoService {
     // What only a demo does: rows in bulk, and deleting the users and organization of a demo it could not finish.
     private readonly devices: DevicesRepository,
     private readonly pendingUpdates: PendingUpdatesRepository,
+    private readonly deploymentGroups: DeploymentGroupsRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
     private readonly orgRecords: OrgsRepository,
     private readonly userRecords: UsersRepository,
@@ -157,13 +183,23 @@ export class DemoService {
       products.push({ name: product.name, firmwares });
     }
 
-    // The fleet commits whole or not at all: a failed seed then has no devices to remove (see removeDemo).
+    // The deployment group first, as through the API (release 1, audit; no device yet); then the fleet, its
+    // membership and the rollout's progress commit whole or not at all: a failed seed has no devices to remove.
+    const [gateway] = products;
+    const newest = gateway.firmwares.at(-1)!;
+    await this.deployments.create(access, gateway.name, {
+      ...DEMO_GROUP,
+      conditions: { ...DEMO_GROUP.conditions },
+      firmware: newest.uuid,
+      is_active: true,
+    });
+    const gatewayId = (await this.products.findInOrg(access, gateway.name)).id;
     const fleet = await this.transactions.run(async (tx) => {
       await this.insertDevices(access.orgId, options, tx);
       const counts = await this.devices.countConnectedInOrg(access.orgId, tx);
-      const pendingUpdates = await this.insertPendingUpdates(access.orgId, owner.id, tx);
+      const rollout = await this.insertRollout(gatewayId, tx);
       const irohEndpoints = await this.insertIrohEndpoints(access.orgId, owner.id, tx);
-      return { ...counts, pendingUpdates, irohEndpoints };
+      return { ...counts, rollout, irohEndpoints };
     });
     return {
       token,
@@ -173,8 +209,14 @@ export class DemoService {
       products,
       devices: fleet.devices,
       connected: fleet.connected,
-      pendingUpdates: fleet.pendingUpdates,
+      pendingUpdates: fleet.rollout.updating,
       irohEndpoints: fleet.irohEndpoints,
+      deploymentGroup: {
+        ...fleet.rollout,
+        name: DEMO_GROUP.name,
+        product: gateway.name,
+        version: newest.version,
+      },
       swaggerUrl: `${this.config.publicUrl.replace(/\/+$/, '')}/api/docs`,
     };
   }
@@ -213,17 +255,28 @@ export class DemoService {
     }
   }
 
-  /** A rollout in progress: up to 10 gateways on the oldest version are asked to move to the newest. */
-  private insertPendingUpdates(orgId: string, requestedBy: string, tx: Tx): Promise<number> {
-    const [gateway] = DEMO_PRODUCTS;
-    return this.pendingUpdates.insertDemoRollout(
-      orgId,
-      gateway.name,
-      gateway.versions[0],
-      ROLLOUT,
-      requestedBy,
-      tx,
-    );
+  /**
+   * A rollout in progress in the demo group: its members computed by the membership service (set-wise, as after
+   * any group change), then what the orchestrator and the devices would have done by now: half of the members
+   * behind the release have installed it, two failed theirs (penalty box, two failures of the release), and
+   * `concurrent_updates` connected ones are installing it (pending updates naming the group and release). The
+   * demo's devices have no connection time, so a running server's orchestrator claims none of them.
+   */
+  private async insertRollout(productId: string, tx: Tx) {
+    await this.membership.recomputeProduct(productId, tx);
+    const groupId = await this.deploymentGroups.findIdByName(productId, DEMO_GROUP.name, tx);
+    if (!groupId) throw new Error('the demo deployment group vanished while it was being created');
+    await this.devices.updateDemoDeploymentDevices(groupId, UPDATED_EVERY, tx);
+    const blocked = await this.devices.blockDemoDeploymentDevices(groupId, BLOCKED, tx);
+    await this.deploymentGroups.addDemoReleaseFailures(groupId, blocked, tx);
+    await this.pendingUpdates.insertDemoDeploymentRollout(groupId, tx);
+    const row = (await this.deploymentGroups.findByName(productId, DEMO_GROUP.name, tx))!;
+    return {
+      devices: row.device_count,
+      updated: row.updated_count,
+      updating: row.updating_count,
+      blocked: row.blocked_count,
+    };
   }
 
   /** Every tenth device has reported an iroh endpoint id; the demo user has one registered by an operator. */
@@ -245,13 +298,17 @@ export class DemoService {
 
   /**
    * Undoes a failed seed: nothing half-done stays behind. The fleet is one transaction, so no device is left; the
-   * products go as the products feature deletes them (firmware rows, then their files), then the organization
+   * products go as the products feature deletes them (after their deployment groups) (firmware rows, then their files), then the organization
    * (its keys, members and audit log with it) and the demo users (their tokens with them).
    */
   private async removeDemo(): Promise<void> {
     const access = await this.ownerAccess();
     if (access) {
       for (const product of (await this.products.list(access)).data) {
+        // Its groups first: their releases hold on to the firmware the product's deletion removes.
+        for (const group of (await this.deployments.list(access, product.name)).data) {
+          await this.deployments.remove(access, product.name, group.name);
+        }
         await this.products.remove(access, product.name);
       }
     }

@@ -422,4 +422,22 @@ export class DeploymentGroupsRepository {
     );
     return count;
   }
+
+  /** `fleethub demo`: `count` updates of the group's current release failed (its devices are in the penalty box). */
+  async addDemoReleaseFailures(groupId: string, count: number, tx: Queryable): Promise<void> {
+    await tx.query(
+      `UPDATE deployment_releases r SET failed_count = failed_count + $2, updated_at = now()
+         FROM deployment_groups g WHERE g.id = $1 AND r.id = g.current_release_id`,
+      [groupId, count],
+    );
+  }
+
+  /** `fleethub demo`: the product's group by name, its id (null when there is none). */
+  async findIdByName(productId: string, name: string, tx: Queryable = this.db): Promise<string | null> {
+    const rows = await tx.query<{ id: string }[]>(
+      `SELECT id FROM deployment_groups WHERE product_id = $1 AND name = $2`,
+      [productId, name],
+    );
+    return rows[0]?.id ?? null;
+  }
 }

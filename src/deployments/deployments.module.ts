@@ -12,6 +12,7 @@ import { DeploymentsService } from './deployments.service';
   imports: [ProductsModule, InstanceBusModule],
   controllers: [DeploymentsController],
   providers: [DeploymentsService, DeploymentGroupsRepository, DeploymentMembershipService, DeploymentEvents],
-  exports: [DeploymentsService, DeploymentMembershipService],
+  // The repository for `fleethub demo` only (a rollout's rows in bulk, as the demo makes its fleet).
+  exports: [DeploymentsService, DeploymentMembershipService, DeploymentGroupsRepository],
 })
 export class DeploymentsModule {}

@@ -290,8 +290,8 @@ export class DevicesRepository {
   async insertDemoFleet(orgId: string, from: number, to: number, tags: readonly string[], tx: Queryable) {
     await tx.query(
       `WITH firmware AS (
-         SELECT f.product_id, p.name AS product, f.uuid::text AS uuid, f.version, f.platform, f.architecture,
-                f.author, f.description,
+         SELECT f.product_id, p.name AS product, f.uuid::text AS uuid, f.version, f.version_sort_key, f.platform,
+                f.architecture, f.author, f.description,
                 row_number() OVER (PARTITION BY f.product_id ORDER BY f.version_sort_key) - 1 AS nth,
                 count(*) OVER (PARTITION BY f.product_id) AS versions
            FROM firmwares f JOIN products p ON p.id = f.product_id WHERE p.org_id = $1
@@ -301,8 +301,8 @@ export class DevicesRepository {
            FROM generate_series($2::int, $3::int) AS i
        )
        INSERT INTO devices (org_id, product_id, identifier, description, tags, connection_status,
-                            last_communication, firmware_metadata, firmware_version, firmware_platform,
-                            inserted_at)
+                            last_communication, firmware_metadata, firmware_version, firmware_version_key,
+                            firmware_platform, inserted_at)
        SELECT $1, p.id, 'demo-' || n.product_name || '-' || lpad(n.i::text, 5, '0'),
               'Demo ' || n.product_name || ' #' || n.i,
               ARRAY[($4::text[])[1 + n.h % 3], ($4::text[])[4 + (n.h / 3) % 2]]
@@ -316,6 +316,7 @@ export class DevicesRepository {
                 'uuid', f.uuid, 'product', f.product, 'version', f.version, 'platform', f.platform,
                 'architecture', f.architecture, 'author', f.author, 'description', f.description) END,
               CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.version END,
+              CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.version_sort_key END,
               CASE WHEN n.h % 20 = 0 THEN NULL ELSE f.platform END,
               now() - make_interval(days => 30 + n.h % 60)
          FROM numbered n
@@ -323,6 +324,69 @@ export class DevicesRepository {
          JOIN firmware f ON f.product_id = p.id AND f.nth = (n.h / 11) % f.versions`,
       [orgId, from, to, tags],
     );
+  }
+
+  /**
+   * `fleethub demo`: a rollout part done. Of the group's devices not yet on its current release (in identifier
+   * order), every `everyNth` one already runs the release's firmware (the metadata a join would have stored).
+   * Answers how many moved.
+   */
+  async updateDemoDeploymentDevices(groupId: string, everyNth: number, tx: Queryable): Promise<number> {
+    const [, count] = await tx.query<[unknown, number]>(
+      `WITH release AS (
+         SELECT f.uuid::text AS uuid, f.version, f.version_sort_key, f.platform, f.architecture, f.author,
+                f.description, p.name AS product
+           FROM deployment_groups g
+           JOIN deployment_releases r ON r.id = g.current_release_id
+           JOIN firmwares f ON f.id = r.firmware_id
+           JOIN products p ON p.id = f.product_id
+          WHERE g.id = $1
+       ), behind AS (
+         SELECT d.id, row_number() OVER (ORDER BY d.identifier) AS nth
+           FROM devices d, release
+          WHERE d.deployment_group_id = $1 AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM release.uuid
+       )
+       UPDATE devices d
+          SET firmware_metadata = jsonb_build_object(
+                'uuid', release.uuid, 'product', release.product, 'version', release.version,
+                'platform', release.platform, 'architecture', release.architecture, 'author', release.author,
+                'description', release.description),
+              firmware_version = release.version, firmware_version_key = release.version_sort_key,
+              firmware_platform = release.platform
+         FROM behind, release
+        WHERE d.id = behind.id AND behind.nth % $2 = 0`,
+      [groupId, everyNth],
+    );
+    return count;
+  }
+
+  /**
+   * `fleethub demo`: `count` of the group's devices (behind its release, with no update in flight, in identifier
+   * order from the end) failed their update just now: one update attempt each and the penalty box for the group's
+   * `penalty_timeout_minutes`, as the orchestrator leaves them. Answers how many.
+   */
+  async blockDemoDeploymentDevices(groupId: string, count: number, tx: Queryable): Promise<number> {
+    const [, blocked] = await tx.query<[unknown, number]>(
+      `WITH g AS (
+         SELECT g.id, g.penalty_timeout_minutes, f.uuid::text AS uuid
+           FROM deployment_groups g
+           JOIN deployment_releases r ON r.id = g.current_release_id
+           JOIN firmwares f ON f.id = r.firmware_id
+          WHERE g.id = $1
+       ), picked AS (
+         SELECT d.id FROM devices d, g
+          WHERE d.deployment_group_id = g.id AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM g.uuid
+            AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.device_id = d.id)
+          ORDER BY d.identifier DESC LIMIT $2
+       )
+       UPDATE devices d
+          SET update_attempts = ARRAY[now() - interval '2 minutes'],
+              updates_blocked_until = now() - interval '2 minutes' + make_interval(mins => g.penalty_timeout_minutes)
+         FROM picked, g
+        WHERE d.id = picked.id`,
+      [groupId, count],
+    );
+    return blocked;
   }
 
   /** How many devices the organization has, and how many of them are shown as connected. */

@@ -104,28 +104,32 @@ export class PendingUpdatesRepository {
   }
 
   /**
-   * `fleethub demo`: a rollout in progress. Up to `limit` of the organization's devices of `productName` on
-   * `fromVersion` (by identifier) wait for the product's newest firmware, requested by `requestedById`; answers
-   * how many.
+   * `fleethub demo`: a deployment rollout in flight, as the orchestrator claims it. Up to the group's
+   * `concurrent_updates` of its devices (shown as connected, behind its release, not in the penalty box, without an
+   * update; in identifier order) get a pending update naming the group and its current release, sent a while ago, with the
+   * progress their device reported. Answers how many.
    */
-  async insertDemoRollout(
-    orgId: string,
-    productName: string,
-    fromVersion: string,
-    limit: number,
-    requestedById: string,
-    tx: Queryable,
-  ): Promise<number> {
+  async insertDemoDeploymentRollout(groupId: string, tx: Queryable): Promise<number> {
     const rows = await tx.query<{ device_id: string }[]>(
-      `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id)
-       SELECT d.id, newest.id, $2
-         FROM devices d JOIN products p ON p.id = d.product_id AND p.org_id = $1 AND p.name = $4
-         JOIN LATERAL (SELECT id FROM firmwares WHERE product_id = p.id
-                        ORDER BY version_sort_key DESC LIMIT 1) newest ON true
-        WHERE d.firmware_version = $3
-        ORDER BY d.identifier LIMIT $5
+      `INSERT INTO pending_updates
+              (device_id, firmware_id, requested_by_id, deployment_group_id, deployment_release_id, expires_at,
+               delivered_at, status, progress, status_updated_at)
+       SELECT d.id, r.firmware_id, NULL, g.id, r.id,
+              now() + make_interval(mins => g.inflight_update_expiration_minutes),
+              now() - interval '1 minute', 'updating', (d.nth * 37 % 90)::smallint, now()
+         FROM deployment_groups g
+         JOIN deployment_releases r ON r.id = g.current_release_id
+         JOIN firmwares f ON f.id = r.firmware_id
+         CROSS JOIN LATERAL (
+           SELECT d.id, row_number() OVER (ORDER BY d.identifier) AS nth FROM devices d
+            WHERE d.deployment_group_id = g.id AND d.connection_status = 'connected' AND d.updates_enabled
+              AND (d.updates_blocked_until IS NULL OR d.updates_blocked_until <= now())
+              AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM f.uuid::text
+              AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.device_id = d.id)
+            ORDER BY d.identifier LIMIT g.concurrent_updates) d
+        WHERE g.id = $1
        RETURNING device_id`,
-      [orgId, requestedById, fromVersion, productName, limit],
+      [groupId],
     );
     return rows.length;
   }
