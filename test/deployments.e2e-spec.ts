@@ -257,6 +257,25 @@ describe('deployment groups', () => {
         .set(admin.auth)
         .expect(422, fieldError('deployment_releases', 'Firmware has associated deployment releases'));
     });
+
+    it('a product is deleted with its groups and the firmware their releases hold; with devices, nothing goes', async () => {
+      const name = `gone-${Date.now()}`;
+      await t.fixtures.product(admin, org, name);
+      const firmware = await t.fixtures.firmware(admin, org, name, { version: '1.0.0', key });
+      const groups = `/api/orgs/${org}/products/${name}/deployments`;
+      const body = { name: 'g', firmware: firmware.uuid, conditions: { version: '', tags: [] } };
+      await t.http().post(groups).set(admin.auth).send(body).expect(201);
+      await t.fixtures.device(admin, org, name, `${name}-dev`);
+      await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(409);
+      await t.http().get(`${groups}/g`).set(admin.auth).expect(200);
+      await t
+        .http()
+        .delete(`/api/orgs/${org}/products/${name}/devices/${name}-dev`)
+        .set(admin.auth)
+        .expect(204);
+      await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(204);
+      await t.http().get(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(404);
+    });
   });
 
   describe('roles', () => {

@@ -285,6 +285,11 @@ export class DeploymentGroupsRepository {
     await tx.query(`DELETE FROM deployment_groups WHERE id = $1`, [groupId]);
   }
 
+  /** Deletes every group of the product (before its firmware, which their releases hold). */
+  async deleteAllOfProduct(productId: string, tx: Queryable): Promise<void> {
+    await tx.query(`DELETE FROM deployment_groups WHERE product_id = $1`, [productId]);
+  }
+
   /** The group's releases, newest first. */
   listReleases(groupId: string): Promise<DeploymentReleaseRow[]> {
     return readRows<DeploymentReleaseRow>(

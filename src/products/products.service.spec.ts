@@ -10,6 +10,7 @@ import {
   pgError,
   product,
 } from '../../test/support/unit-fakes';
+import type { DeploymentRecordsService } from '../deployments/deployment-records.module';
 import type { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
@@ -41,6 +42,7 @@ function setup() {
   const firmware = { deleteAllOfProduct: jest.fn(async () => ['5/a.fw', '5/b.avm']) };
   const storage = { remove: jest.fn(async () => undefined) };
   const audit = { record: jest.fn(async () => undefined) };
+  const deployments = { deleteAllOfProduct: jest.fn(async () => undefined) };
   const transactions = fakeTransactions();
   const service = new ProductsService(
     fake<ProductsRepository>(products),
@@ -48,8 +50,9 @@ function setup() {
     fake<FirmwareRecordsService>(firmware),
     fake<AuditService>(audit),
     fake<FirmwareStorage>(storage),
+    fake<DeploymentRecordsService>(deployments),
   );
-  return { service, products, firmware, storage, audit, transactions };
+  return { service, products, firmware, storage, audit, transactions, deployments };
 }
 
 describe('ProductsService.findInOrg', () => {
@@ -165,10 +168,15 @@ describe('ProductsService.remove', () => {
   });
   afterEach(() => warn.mockRestore());
 
-  it('deletes the firmware rows and the product in one transaction, then removes the files', async () => {
-    const { service, products, firmware, storage, transactions } = setup();
+  it('deletes the deployment groups, the firmware rows and the product in one transaction, then removes the files', async () => {
+    const { service, products, firmware, storage, transactions, deployments } = setup();
     await service.remove(orgAccess, 'gateway');
     expect(transactions.run).toHaveBeenCalledTimes(1);
+    expect(deployments.deleteAllOfProduct).toHaveBeenCalledWith('5', fakeTx);
+    // The groups' releases hold the firmware: they go first.
+    expect(deployments.deleteAllOfProduct.mock.invocationCallOrder[0]).toBeLessThan(
+      firmware.deleteAllOfProduct.mock.invocationCallOrder[0],
+    );
     expect(firmware.deleteAllOfProduct).toHaveBeenCalledWith('5', fakeTx);
     expect(products.delete).toHaveBeenCalledWith('5', fakeTx);
     expect(storage.remove.mock.calls).toEqual([['5/a.fw'], ['5/b.avm']]);

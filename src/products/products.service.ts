@@ -6,6 +6,7 @@ import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { Transactions } from '../database/transactions';
+import { DeploymentRecordsService } from '../deployments/deployment-records.module';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
@@ -57,6 +58,7 @@ export class ProductsService {
     private readonly firmware: FirmwareRecordsService,
     private readonly audit: AuditService,
     private readonly storage: FirmwareStorage,
+    private readonly deployments: DeploymentRecordsService,
   ) {}
 
   /**
@@ -142,6 +144,8 @@ export class ProductsService {
     let firmwareFiles: string[];
     try {
       firmwareFiles = await this.transactions.run(async (tx) => {
+        // Groups first: their releases hold the firmware. Devices still in the product roll all of it back (409).
+        await this.deployments.deleteAllOfProduct(product.id, tx);
         const storageKeys = await this.firmware.deleteAllOfProduct(product.id, tx);
         if (!(await this.products.delete(product.id, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
