@@ -16,7 +16,7 @@
  */
 import type { Client } from 'pg';
 import type { SimulatorOptions } from '../src/cli/simulator';
-import type { UpdateStats } from '../src/cli/simulated-update';
+import { mergeUpdateStats } from '../src/cli/simulated-update';
 import type { Log } from './seed';
 import { PER_WORKER, startWorker, stopWorker, waitFor, type Worker, type WorkerBase } from './sockets';
 
@@ -180,7 +180,7 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
     clearInterval(sampler);
     sampler = null;
     await sample();
-    const final = merge(await stats());
+    const final = mergeUpdateStats(await stats());
     const { rows: ends } = await o.db.query<{ blocked: number; failed: number }>(
       `SELECT (SELECT count(*)::int FROM devices WHERE product_id = $1 AND updates_blocked_until > now()) AS blocked,
               COALESCE((SELECT r.failed_count FROM deployment_groups g
@@ -233,35 +233,4 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
     if (sampler) clearInterval(sampler);
     await Promise.all(workers.map(stopWorker));
   }
-}
-
-/** The client processes' update counters as one. */
-function merge(all: UpdateStats[]): UpdateStats {
-  const out: UpdateStats = {
-    devices: 0,
-    update_frames: 0,
-    frames_per_device: {},
-    max_frames_per_device: 0,
-    downloads: 0,
-    bytes: 0,
-    completions: 0,
-    failures: 0,
-    applying_now: 0,
-    max_applying: 0,
-  };
-  for (const s of all) {
-    out.devices += s.devices;
-    out.update_frames += s.update_frames;
-    for (const [k, v] of Object.entries(s.frames_per_device))
-      out.frames_per_device[k] = (out.frames_per_device[k] ?? 0) + v;
-    out.max_frames_per_device = Math.max(out.max_frames_per_device, s.max_frames_per_device);
-    out.downloads += s.downloads;
-    out.bytes += s.bytes;
-    out.completions += s.completions;
-    out.failures += s.failures;
-    out.applying_now += s.applying_now;
-    // Per-process maxima at different moments: their sum bounds the fleet's maximum from above.
-    out.max_applying += s.max_applying;
-  }
-  return out;
 }

@@ -1,31 +1,15 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import type { DataSource } from 'typeorm';
 import {
   DeploymentOrchestrator,
   ORCHESTRATOR_TIMING,
 } from '../src/deployments/orchestrator/deployment-orchestrator.service';
 import { LeadershipLocksRepository } from '../src/deployments/orchestrator/leadership-locks.repository';
-import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
+import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import { type TestUser, unique } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
 import { createTestApp, type TestApp } from './support/test-app';
-
-/** Authenticates `x-test-device: <identifier>` against the database. */
-class FakeAuthenticator extends DeviceAuthenticator {
-  db: DataSource | null = null;
-
-  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
-    const identifier = headers['x-test-device'];
-    if (typeof identifier !== 'string' || !this.db) return null;
-    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
-      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    if (!row) return null;
-    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
-  }
-}
+import { FakeAuthenticator } from './support/fake-authenticator';
+import { eventually } from './support/eventually';
 
 const OLD_UUID = '11111111-2222-5333-8444-555555555555';
 const TIMING = { sweepMs: 300, debounceMs: 20, onlineBatchMs: 20 };
@@ -60,19 +44,6 @@ function joinParams(uuid: string) {
     device_api_version: '2.0.0',
     currently_downloading_uuid: null,
   };
-}
-
-async function eventually<T>(
-  probe: () => Promise<T>,
-  ok: (value: T) => boolean,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** A simulated device: its socket, and every `update` frame it received (never consumed by `next`). */

@@ -1,6 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import type { DataSource } from 'typeorm';
-import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
+import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
 import { DeviceSocketClient } from './support/device-socket-client';
 import { listenOnLoopback } from './support/listening-app';
@@ -9,24 +7,9 @@ import type { TestUser, UploadedFirmware } from './support/fixtures';
 import { fieldError, NOT_FOUND, ROLE_TOO_LOW } from './support/contract-bodies';
 import { orgScenario } from './support/scenario';
 import type { TestApp } from './support/test-app';
+import { FakeAuthenticator } from './support/fake-authenticator';
 
 const ELIXIR = 'must be valid Elixir version requirement string';
-
-/** Authenticates `x-test-device: <identifier>` against the database (as test/gateway.e2e-spec.ts does). */
-class FakeAuthenticator extends DeviceAuthenticator {
-  db: DataSource | null = null;
-
-  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
-    const identifier = headers['x-test-device'];
-    if (typeof identifier !== 'string' || !this.db) return null;
-    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
-      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    if (!row) return null;
-    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
-  }
-}
 
 describe('deployment groups', () => {
   let t: TestApp;

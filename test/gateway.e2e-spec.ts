@@ -1,11 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { DataSource } from 'typeorm';
-import { type AuthenticatedDevice, DeviceAuthenticator } from '../src/device-auth/device-authenticator';
+import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { computeMetaUuid } from '../src/firmware/fwup';
 import { DeviceGateway } from '../src/gateway/device-gateway';
 import { PresenceService } from '../src/gateway/presence.service';
@@ -15,22 +13,8 @@ import { DeviceSocketClient, type Frame } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
 import { DEVICE_NOT_CONNECTED, NOT_FOUND } from './support/contract-bodies';
 import { createTestApp, type TestApp } from './support/test-app';
-
-/** Authenticates `x-test-device: <identifier>` against the database; anything else is refused. */
-class FakeAuthenticator extends DeviceAuthenticator {
-  db: DataSource | null = null;
-
-  async authenticate(headers: IncomingHttpHeaders): Promise<AuthenticatedDevice | null> {
-    const identifier = headers['x-test-device'];
-    if (typeof identifier !== 'string' || !this.db) return null;
-    const [row] = await this.db.query<{ id: string; product_id: string; org_id: string }[]>(
-      `SELECT id, product_id, org_id FROM devices WHERE identifier = $1`,
-      [identifier],
-    );
-    if (!row) return null;
-    return { deviceId: row.id, identifier, productId: row.product_id, orgId: row.org_id, registered: false };
-  }
-}
+import { FakeAuthenticator } from './support/fake-authenticator';
+import { eventually } from './support/eventually';
 
 const OLD_UUID = '11111111-2222-5333-8444-555555555555';
 
@@ -52,19 +36,6 @@ function joinParams(uuid = OLD_UUID, extra: Record<string, unknown> = {}) {
     meta: { firmware_validated: true, firmware_auto_revert_detected: false },
     ...extra,
   };
-}
-
-async function eventually<T>(
-  probe: () => Promise<T>,
-  ok: (value: T) => boolean,
-  timeoutMs = 5000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('device gateway', () => {

@@ -10,15 +10,7 @@ import { CapturedLog, type LogLine } from './support/captured-log';
 import { INTERNAL_ERROR } from './support/contract-bodies';
 import { Fixtures, type TestUser } from './support/fixtures';
 import { createTestDatabase } from './support/test-database';
-
-async function eventually<T>(probe: () => T, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from './support/eventually';
 
 /**
  * The server as `npm start` runs it (startServer: Nest application, HTTP setup, services), its pino output

@@ -10,19 +10,7 @@ import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
 import type { TestApp } from './support/test-app';
 import { orgScenario } from './support/scenario';
-
-async function eventually<T>(
-  probe: () => Promise<T>,
-  ok: (value: T) => boolean,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { eventually } from './support/eventually';
 
 /** The next `count` update outcomes of a device, in order. */
 function outcomes(device: SimulatedDevice, count = 1): Promise<UpdateOutcome[]> {

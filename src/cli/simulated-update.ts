@@ -282,6 +282,26 @@ export function updateStats(devices: Iterable<DeviceUpdateCounters>, gauge: Appl
   return stats;
 }
 
+/** The update counters of several simulators (the benchmark's client processes) as one. */
+export function mergeUpdateStats(all: readonly UpdateStats[]): UpdateStats {
+  const out = updateStats([], new ApplyingGauge());
+  for (const s of all) {
+    out.devices += s.devices;
+    out.update_frames += s.update_frames;
+    for (const [k, v] of Object.entries(s.frames_per_device))
+      out.frames_per_device[k] = (out.frames_per_device[k] ?? 0) + v;
+    out.max_frames_per_device = Math.max(out.max_frames_per_device, s.max_frames_per_device);
+    out.downloads += s.downloads;
+    out.bytes += s.bytes;
+    out.completions += s.completions;
+    out.failures += s.failures;
+    out.applying_now += s.applying_now;
+    // Per-process maxima at different moments: their sum bounds the fleet's maximum from above.
+    out.max_applying += s.max_applying;
+  }
+  return out;
+}
+
 /** One line for the end of a run. */
 export function describeUpdateStats(s: UpdateStats): string {
   const frames = Object.entries(s.frames_per_device)

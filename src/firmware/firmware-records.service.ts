@@ -59,11 +59,6 @@ export class FirmwareRecordsService {
     return this.pendingUpdates.deleteForFirmware(deviceId, firmwareId);
   }
 
-  /** The device's delivered update failed or was ignored (the row goes); answers whether there was one. */
-  async endDeliveredUpdate(deviceId: string): Promise<boolean> {
-    return (await this.pendingUpdates.deleteDelivered(deviceId)) > 0;
-  }
-
   /** The device's delivered update goes back in the queue, for its next connection. */
   rescheduleDeliveredUpdate(deviceId: string): Promise<void> {
     return this.pendingUpdates.rescheduleDelivered(deviceId);

@@ -69,15 +69,6 @@ export class PendingUpdatesRepository {
     ]);
   }
 
-  /** Deletes the device's delivered update; answers how many rows went (0 or 1). */
-  async deleteDelivered(deviceId: string): Promise<number> {
-    const deleted = await this.db.query<[unknown[], number]>(
-      `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL`,
-      [deviceId],
-    );
-    return deleted[1];
-  }
-
   /** Puts the device's delivered update back in the queue, status `rescheduled`. */
   async rescheduleDelivered(deviceId: string): Promise<void> {
     await this.db.query(
