@@ -263,7 +263,7 @@ export async function membershipScenario(o: MembershipOptions): Promise<Membersh
     const members = async () =>
       (
         await o.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM devices d JOIN deployment_groups g ON g.id = d.deployment_group_id
+          `SELECT count(*)::int AS n FROM deployment_group_members m JOIN deployment_groups g ON g.id = m.deployment_group_id
             WHERE g.product_id = $1 AND g.name = $2`,
           [info.productId, name],
         )

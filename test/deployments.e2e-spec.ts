@@ -1,6 +1,8 @@
+import { MEMBERSHIP_LOCK_CLASS } from '../src/deployments/deployment-groups.repository';
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
 import { DeviceSocketClient } from './support/device-socket-client';
+import { eventually } from './support/eventually';
 import { listenOnLoopback } from './support/listening-app';
 import type { FwupKeyPair } from './support/fw-builder';
 import type { TestUser, UploadedFirmware } from './support/fixtures';
@@ -422,6 +424,92 @@ describe('deployment groups', () => {
       expect(await qgroup()).toBe('two-tags');
       await t.http().delete(`${qbase}/two-tags`).set(admin.auth).expect(204);
       expect(await qgroup()).toBe('newer-one-tag');
+    });
+
+    it('deleting a device or a group deletes its memberships, even while a recomputation holds the product', async () => {
+      const members = async (where: string, param: string) =>
+        Number(
+          (
+            await t.db.query<{ n: string }[]>(
+              `SELECT count(*) AS n FROM deployment_group_members m WHERE ${where}`,
+              [param],
+            )
+          )[0].n,
+        );
+      const gone = 'm-gone';
+      const raced = 'm-raced';
+      await t.fixtures.device(admin, org, p, gone, { tags: ['cleanup'] });
+      await t.fixtures.device(admin, org, p, raced, { tags: ['cleanup'] });
+      await reportIn(gone, '1.0.0');
+      await reportIn(raced, '1.0.0');
+      await pcreate({
+        name: 'cleanup',
+        firmware: pfw1.uuid,
+        is_active: true,
+        conditions: { tags: ['cleanup'] },
+      }).expect(201);
+      const [{ id: groupId, product_id: productId }] = await t.db.query<{ id: string; product_id: string }[]>(
+        `SELECT id, product_id FROM deployment_groups WHERE name = 'cleanup'`,
+      );
+      const deviceId = async (identifier: string) =>
+        (await t.db.query<{ id: string }[]>(`SELECT id FROM devices WHERE identifier = $1`, [identifier]))[0]
+          .id;
+      const goneId = await deviceId(gone);
+      const racedId = await deviceId(raced);
+      expect(await members('m.deployment_group_id = $1', groupId)).toBe(2);
+
+      await t.http().delete(`/api/orgs/${org}/products/${p}/devices/${gone}`).set(admin.auth).expect(204);
+      expect(await members('m.device_id = $1', goneId)).toBe(0);
+
+      // A recomputation in flight (another connection holds the product's membership lock) has just added the
+      // device it read before the delete: the delete waits for it, then removes that membership too.
+      await t.db.query(`DELETE FROM deployment_group_members WHERE device_id = $1`, [racedId]);
+      const recomputation = t.db.createQueryRunner();
+      await recomputation.connect();
+      try {
+        await recomputation.startTransaction();
+        await recomputation.query(`SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, [
+          MEMBERSHIP_LOCK_CLASS,
+          productId,
+        ]);
+        await recomputation.query(
+          `INSERT INTO deployment_group_members (device_id, deployment_group_id) VALUES ($1, $2)`,
+          [racedId, groupId],
+        );
+        const deleting = t.http().delete(`/api/orgs/${org}/products/${p}/devices/${raced}`).set(admin.auth);
+        const deleted = deleting.then((res) => res.status);
+        const waiting = await eventually(
+          async () =>
+            Number(
+              (
+                await t.db.query<{ n: string }[]>(
+                  `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+                )
+              )[0].n,
+            ),
+          (n) => n > 0,
+        );
+        expect(waiting).toBe(1);
+        await recomputation.commitTransaction();
+        expect(await deleted).toBe(204);
+      } finally {
+        await recomputation.release();
+      }
+      expect(await members('m.device_id = $1', racedId)).toBe(0);
+
+      // A group's memberships go with it.
+      const last = 'm-last';
+      await t.fixtures.device(admin, org, p, last, { tags: ['cleanup'] });
+      await reportIn(last, '1.0.0');
+      await t
+        .http()
+        .patch(`/api/orgs/${org}/products/${p}/devices/${last}`)
+        .set(admin.auth)
+        .send({ tags: 'cleanup,x' })
+        .expect(200);
+      expect(await members('m.deployment_group_id = $1', groupId)).toBe(1);
+      await t.http().delete(`${pbase()}/cleanup`).set(admin.auth).expect(204);
+      expect(await members('m.deployment_group_id = $1', groupId)).toBe(0);
     });
 
     it('lock_device_membership keeps members that no longer match, and takes no new ones', async () => {

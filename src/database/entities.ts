@@ -2,6 +2,7 @@ import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { RateLimitBucket } from '../common/http/rate-limit-bucket.entity';
 import { DeploymentGroup } from '../deployments/deployment-group.entity';
+import { DeploymentGroupMember } from '../deployments/deployment-group-member.entity';
 import { DeploymentRelease } from '../deployments/deployment-release.entity';
 import { DeviceSharedSecret, ProductSharedSecret } from '../device-auth/shared-secret.entity';
 import { DeviceConsoleOutput } from '../gateway/device-console-output.entity';
@@ -31,6 +32,7 @@ export const ENTITIES = [
   SigningKey,
   PendingUpdate,
   DeploymentGroup,
+  DeploymentGroupMember,
   DeploymentRelease,
   IrohEndpoint,
   OrgIrohEndpointCount,

@@ -155,11 +155,11 @@ const GROUP_SELECT = `
       SELECT count(*)::int AS device_count,
              count(*) FILTER (WHERE d.firmware_metadata->>'uuid' = f.uuid::text)::int AS updated_count,
              count(*) FILTER (WHERE d.updates_blocked_until > now())::int AS blocked_count
-        FROM devices d WHERE d.deployment_group_id = g.id
+        FROM deployment_group_members m JOIN devices d ON d.id = m.device_id WHERE m.deployment_group_id = g.id
     ) dc`;
 
 /** Serialises the membership recomputations of one product (first key of the two-key advisory lock). */
-const MEMBERSHIP_LOCK_CLASS = 0x15d6;
+export const MEMBERSHIP_LOCK_CLASS = 0x15d6;
 
 /** SQL: the device `d` satisfies group `g`'s platform, architecture and tag conditions. */
 const MATCHES_FIRMWARE_AND_TAGS = `
@@ -314,7 +314,7 @@ export class DeploymentGroupsRepository {
   async findMembershipState(deviceId: string): Promise<MembershipState | null> {
     const rows = await readRows<MembershipState>(
       this.db,
-      `SELECT d.id, d.product_id, d.deployment_group_id, d.tags, d.firmware_platform,
+      `SELECT d.id, d.product_id, m.deployment_group_id, d.tags, d.firmware_platform,
               d.firmware_metadata->>'architecture' AS firmware_architecture, d.firmware_version,
               COALESCE((
                 SELECT json_agg(json_build_object(
@@ -327,20 +327,36 @@ export class DeploymentGroupsRepository {
                   JOIN deployment_releases r ON r.id = g.current_release_id
                   JOIN firmwares f ON f.id = r.firmware_id
                  WHERE g.product_id = d.product_id), '[]'::json) AS groups
-         FROM devices d WHERE d.id = $1`,
+         FROM devices d LEFT JOIN deployment_group_members m ON m.device_id = d.id WHERE d.id = $1`,
       [deviceId],
     );
     return rows[0] ?? null;
   }
 
-  /** Moves the device from group `from` to group `to` (either null), unless it changed meanwhile. */
+  /**
+   * Moves the device from group `from` to group `to` (either null), unless its membership changed meanwhile
+   * (compare-and-set). A new membership locks its device and group rows as a foreign key would (KEY SHARE), so that
+   * neither can be deleted underneath it.
+   */
   async moveDevice(deviceId: string, from: string | null, to: string | null): Promise<boolean> {
-    const [, count] = await this.db.query<[unknown, number]>(
-      `UPDATE devices SET deployment_group_id = $3
-        WHERE id = $1 AND deployment_group_id IS NOT DISTINCT FROM $2::bigint`,
+    if (from === null && to === null) return false;
+    const change =
+      to === null
+        ? `DELETE FROM deployment_group_members WHERE device_id = $1 AND deployment_group_id = $2 RETURNING 1`
+        : from === null
+          ? `INSERT INTO deployment_group_members (device_id, deployment_group_id)
+             SELECT d.id, g.id FROM d, g WHERE $2::bigint IS NULL
+             ON CONFLICT (device_id) DO NOTHING RETURNING 1`
+          : `UPDATE deployment_group_members m SET deployment_group_id = g.id
+               FROM g WHERE m.device_id = $1 AND m.deployment_group_id = $2 RETURNING 1`;
+    const rows = await this.db.query<{ n: number }[]>(
+      `WITH d AS (SELECT id FROM devices WHERE id = $1 FOR KEY SHARE),
+            g AS (SELECT id FROM deployment_groups WHERE id = $3 FOR KEY SHARE),
+            moved AS (${change})
+       SELECT count(*)::int AS n FROM moved`,
       [deviceId, from, to],
     );
-    return count > 0;
+    return rows[0].n > 0;
   }
 
   async lockMembershipGroups(productId: string, tx: Queryable): Promise<MembershipGroup[]> {
@@ -374,10 +390,10 @@ export class DeploymentGroupsRepository {
     const params: unknown[] = [productId, unlocked.map((group) => group.id), deviceId];
     const version = versionCase(unlocked, params);
     const [, count] = await tx.query<[unknown, number]>(
-      `UPDATE devices d SET deployment_group_id = NULL
-         FROM deployment_groups g
-        WHERE d.product_id = $1 AND d.deployment_group_id = ANY($2::bigint[]) AND g.id = d.deployment_group_id
-          AND ($3::bigint IS NULL OR d.id = $3)
+      `DELETE FROM deployment_group_members m
+        USING devices d, deployment_groups g
+        WHERE m.deployment_group_id = ANY($2::bigint[]) AND d.id = m.device_id AND d.product_id = $1
+          AND g.id = m.deployment_group_id AND ($3::bigint IS NULL OR d.id = $3)
           AND NOT COALESCE((${MATCHES_FIRMWARE_AND_TAGS}) AND ${version}, FALSE)`,
       params,
     );
@@ -399,33 +415,34 @@ export class DeploymentGroupsRepository {
     if (open.length === 0) return 0;
     const params: unknown[] = [productId, open.map((group) => group.id), deviceId];
     const version = versionCase(open, params);
-    const [, count] = await tx.query<[unknown, number]>(
+    const rows = await tx.query<{ n: number }[]>(
       `WITH g AS MATERIALIZED (
          SELECT g.id, g.platform, g.architecture, g.conditions_tags, g.conditions_tag_operator, f.version_sort_key
            FROM deployment_groups g
            JOIN deployment_releases r ON r.id = g.current_release_id
            JOIN firmwares f ON f.id = r.firmware_id
           WHERE g.id = ANY($2::bigint[])
+       ), inserted AS (
+         INSERT INTO deployment_group_members (device_id, deployment_group_id)
+         SELECT d.id, best.id
+           FROM devices d
+           CROSS JOIN LATERAL (
+             SELECT g.id FROM g
+              WHERE ${MATCHES_FIRMWARE_AND_TAGS} AND ${version}
+              ORDER BY g.version_sort_key DESC,
+                       cardinality(ARRAY(SELECT unnest(g.conditions_tags) INTERSECT SELECT unnest(d.tags))) DESC,
+                       g.id
+              LIMIT 1
+           ) best
+          WHERE d.product_id = $1 AND d.firmware_platform IS NOT NULL AND ($3::bigint IS NULL OR d.id = $3)
+            AND NOT EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = d.id)
+         ON CONFLICT (device_id) DO NOTHING
+         RETURNING 1
        )
-       UPDATE devices target SET deployment_group_id = pick.group_id
-         FROM (
-           SELECT d.id, best.id AS group_id
-             FROM devices d
-             CROSS JOIN LATERAL (
-               SELECT g.id FROM g
-                WHERE ${MATCHES_FIRMWARE_AND_TAGS} AND ${version}
-                ORDER BY g.version_sort_key DESC,
-                         cardinality(ARRAY(SELECT unnest(g.conditions_tags) INTERSECT SELECT unnest(d.tags))) DESC,
-                         g.id
-                LIMIT 1
-             ) best
-            WHERE d.product_id = $1 AND d.deployment_group_id IS NULL AND d.firmware_platform IS NOT NULL
-              AND ($3::bigint IS NULL OR d.id = $3)
-         ) pick
-        WHERE target.id = pick.id AND target.deployment_group_id IS NULL`,
+       SELECT count(*)::int AS n FROM inserted`,
       params,
     );
-    return count;
+    return rows[0].n;
   }
 
   /** `fleethub demo`: `count` updates of the group's current release failed (its devices are in the penalty box). */

@@ -56,7 +56,7 @@ export function chooseGroup(
 }
 
 /**
- * Keeps `devices.deployment_group_id` what the groups' conditions say. A whole product is recomputed in two
+ * Keeps the devices' deployment group memberships what the groups' conditions say. A whole product is recomputed in two
  * set-wise statements (never a loop over devices); one device (a join, a tag change) in one read and, only when
  * its group changes, one write.
  */

@@ -162,7 +162,8 @@ export function deviceListSql(
   if (f.platform !== undefined) conditions.push(`d.firmware_platform = ${param(f.platform)}`);
   if (f.deploymentGroup !== undefined) {
     conditions.push(
-      `d.deployment_group_id = (SELECT g.id FROM deployment_groups g WHERE g.product_id = $1 AND g.name = ${param(f.deploymentGroup)})`,
+      `EXISTS (SELECT 1 FROM deployment_group_members m JOIN deployment_groups g ON g.id = m.deployment_group_id
+                WHERE m.device_id = d.id AND g.product_id = $1 AND g.name = ${param(f.deploymentGroup)})`,
     );
   }
   if (f.updates === 'enabled') conditions.push('d.updates_enabled');

@@ -89,11 +89,6 @@ export class DeviceRecordsService {
     return this.devices.countConnected();
   }
 
-  /** The deployment groups of the devices `ids`, each once. */
-  deploymentGroupsOf(ids: readonly string[]): Promise<string[]> {
-    return this.devices.deploymentGroupsOf(ids);
-  }
-
   /**
    * Orchestrated updates of `ids` ended badly: an attempt each; the penalty box always when the device reported the
    * failure (`penaliseAlways`), else at the rule's threshold or rate. Answers the devices in the penalty box.

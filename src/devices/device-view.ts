@@ -12,7 +12,8 @@ export const DEVICE_COLUMNS = `
 
 /** The device with its product, organization and deployment group (outer joins: a device may have none). */
 export const DEVICE_FROM = `devices d JOIN products p ON p.id = d.product_id JOIN orgs o ON o.id = d.org_id
-  LEFT JOIN deployment_groups dg ON dg.id = d.deployment_group_id
+  LEFT JOIN deployment_group_members dgm ON dgm.device_id = d.id
+  LEFT JOIN deployment_groups dg ON dg.id = dgm.deployment_group_id
   LEFT JOIN deployment_releases dgr ON dgr.id = dg.current_release_id
   LEFT JOIN firmwares dgf ON dgf.id = dgr.firmware_id`;
 

@@ -2,7 +2,6 @@ import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
 import { Org } from '../orgs/org.entity';
 import { Product } from '../products/product.entity';
-import { DeploymentGroup } from '../deployments/deployment-group.entity';
 import { GatewayInstance } from '../gateway/gateway-instance.entity';
 
 export const CONNECTION_STATUSES = ['connected', 'disconnected', 'not_seen'] as const;
@@ -25,8 +24,7 @@ export type FirmwareMetadata = Record<string, string | null>;
 @Index('devices_identifier_trgm_idx', { synchronize: false })
 @Index('devices_org_id_idx', ['orgId'])
 @Index('devices_connected_instance_id_idx', ['connectedInstanceId'])
-@Index('devices_deployment_group_id_idx', ['deploymentGroupId'])
-@Index('devices_deployment_group_id_connected_at_idx', { synchronize: false })
+@Index('devices_product_id_connected_at_idx', { synchronize: false })
 export class Device {
   @BigIdColumn()
   id: string;
@@ -89,14 +87,6 @@ export class Device {
    */
   @Column({ name: 'firmware_version_key', type: 'varchar', length: 1024, nullable: true, collation: 'C' })
   firmwareVersionKey: string | null;
-
-  /** The deployment group the device belongs to (the best matching active group), or null. */
-  @Column({ name: 'deployment_group_id', type: 'bigint', nullable: true })
-  deploymentGroupId: string | null;
-
-  @ManyToOne(() => DeploymentGroup, { onDelete: 'SET NULL' })
-  @JoinColumn({ name: 'deployment_group_id' })
-  deploymentGroup?: DeploymentGroup | null;
 
   /** When the device's update attempts started (device failure rate and threshold, as NervesHub's). */
   @Column({ name: 'update_attempts', type: 'timestamptz', array: true, default: () => "'{}'" })

@@ -163,11 +163,11 @@ export class DevicesRepository {
            firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
            connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
            connected_at = now()
-         WHERE id = $1 RETURNING id, product_id, deployment_group_id
+         WHERE id = $1 RETURNING id, product_id
        )
        SELECT CASE WHEN $8::boolean
                 THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
-              (joined.deployment_group_id IS NOT NULL OR EXISTS (
+              (EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = joined.id) OR EXISTS (
                  SELECT 1 FROM deployment_groups g
                   WHERE g.product_id = joined.product_id AND g.is_active AND NOT g.lock_device_membership
               )) AS membership_check,
@@ -343,8 +343,8 @@ export class DevicesRepository {
           WHERE g.id = $1
        ), behind AS (
          SELECT d.id, row_number() OVER (ORDER BY d.identifier) AS nth
-           FROM devices d, release
-          WHERE d.deployment_group_id = $1 AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM release.uuid
+           FROM devices d JOIN deployment_group_members m ON m.device_id = d.id, release
+          WHERE m.deployment_group_id = $1 AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM release.uuid
        )
        UPDATE devices d
           SET firmware_metadata = jsonb_build_object(
@@ -374,8 +374,8 @@ export class DevicesRepository {
            JOIN firmwares f ON f.id = r.firmware_id
           WHERE g.id = $1
        ), picked AS (
-         SELECT d.id FROM devices d, g
-          WHERE d.deployment_group_id = g.id AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM g.uuid
+         SELECT d.id FROM devices d JOIN deployment_group_members m ON m.device_id = d.id, g
+          WHERE m.deployment_group_id = g.id AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM g.uuid
             AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.device_id = d.id)
           ORDER BY d.identifier DESC LIMIT $2
        )
@@ -397,19 +397,6 @@ export class DevicesRepository {
       [orgId],
     );
     return { devices: Number(counts.devices), connected: Number(counts.connected) };
-  }
-
-  /**
-   * Deployment orchestrator: the deployment groups of `ids` (devices that just came online), each once; devices in
-   * no group are left out.
-   */
-  async deploymentGroupsOf(ids: readonly string[]): Promise<string[]> {
-    const rows = await this.db.query<{ id: string }[]>(
-      `SELECT DISTINCT deployment_group_id AS id FROM devices
-        WHERE id = ANY($1::bigint[]) AND deployment_group_id IS NOT NULL`,
-      [ids],
-    );
-    return rows.map((row) => row.id);
   }
 
   /**

@@ -112,8 +112,9 @@ export class PendingUpdatesRepository {
          JOIN deployment_releases r ON r.id = g.current_release_id
          JOIN firmwares f ON f.id = r.firmware_id
          CROSS JOIN LATERAL (
-           SELECT d.id, row_number() OVER (ORDER BY d.identifier) AS nth FROM devices d
-            WHERE d.deployment_group_id = g.id AND d.connection_status = 'connected' AND d.updates_enabled
+           SELECT d.id, row_number() OVER (ORDER BY d.identifier) AS nth
+             FROM devices d JOIN deployment_group_members m ON m.device_id = d.id
+            WHERE m.deployment_group_id = g.id AND d.connection_status = 'connected' AND d.updates_enabled
               AND (d.updates_blocked_until IS NULL OR d.updates_blocked_until <= now())
               AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM f.uuid::text
               AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.device_id = d.id)
@@ -149,7 +150,9 @@ export class PendingUpdatesRepository {
          CROSS JOIN LATERAL (SELECT count(*) AS n FROM pending_updates WHERE deployment_group_id = g.id) inflight
          CROSS JOIN LATERAL (
            SELECT d.id FROM devices d
-            WHERE d.deployment_group_id = g.id AND d.connected_at IS NOT NULL
+            WHERE d.product_id = g.product_id AND d.connected_at IS NOT NULL
+              AND EXISTS (SELECT 1 FROM deployment_group_members m
+                           WHERE m.device_id = d.id AND m.deployment_group_id = g.id)
               AND d.connection_status = 'connected' AND d.updates_enabled
               AND (d.updates_blocked_until IS NULL OR d.updates_blocked_until <= now())
               AND d.firmware_metadata IS NOT NULL AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM f.uuid::text

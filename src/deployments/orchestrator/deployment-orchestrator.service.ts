@@ -360,8 +360,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
       this.onlineTimer = null;
       const ids = [...this.online];
       this.online.clear();
-      this.devices
-        .deploymentGroupsOf(ids)
+      this.repo
+        .groupsOfDevices(ids)
         .then((groups) => Promise.all(groups.map((id) => this.poke(id))))
         .catch((err: unknown) => this.logger.warn({ err }, 'deployment online poke failed'));
     }, this.timing.onlineBatchMs);

@@ -34,6 +34,15 @@ export interface PausedGroup {
 export class DeploymentOrchestratorRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
+  /** The deployment groups of the devices `ids` (devices that just came online), each once. */
+  async groupsOfDevices(ids: readonly string[]): Promise<string[]> {
+    const rows = await this.db.query<{ id: string }[]>(
+      `SELECT DISTINCT deployment_group_id AS id FROM deployment_group_members WHERE device_id = ANY($1::bigint[])`,
+      [ids],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** The groups that roll out now: active, with a current release. */
   async activeGroupIds(): Promise<string[]> {
     const rows = await this.db.query<{ id: string }[]>(
