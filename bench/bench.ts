@@ -56,6 +56,8 @@ const N = QUICK ? 100_000 : 1_000_000;
 const DURATION = Number(option('duration') ?? (QUICK ? 3 : 10));
 const WARMUP = QUICK ? 1 : 2;
 const CONNECTIONS = 16;
+/** The device list's offered load (requests per second) while the membership scenario changes a group. */
+const MEMBERSHIP_LIST_RATE = 100;
 const ONLY = option('only')?.split(',');
 const UPLOAD_MIB = Number(option('upload-mib') ?? 200);
 const SOCKET_RUNS = Number(option('socket-runs') ?? 3);
@@ -708,13 +710,14 @@ async function main(): Promise<void> {
         log(
           `scenario membership: a group change over ${N.toLocaleString('en')} devices, device list meanwhile`,
         );
-        deployments.membership = { devices: N, changes: [], error: null };
+        deployments.membership = { devices: N, list_rate: MEMBERSHIP_LIST_RATE, changes: [], error: null };
         try {
           deployments.membership.changes = await membershipScenario({
             ...common,
             server: fleethub,
             devices: N,
             connections: CONNECTIONS,
+            listRate: MEMBERSHIP_LIST_RATE,
           });
         } catch (err) {
           log(`  membership failed: ${errorText(err)}`);

@@ -1,4 +1,6 @@
+import { Transactions } from '../src/database/transactions';
 import { MEMBERSHIP_LOCK_CLASS } from '../src/deployments/deployment-groups.repository';
+import { DeploymentMembershipService } from '../src/deployments/deployment-membership.service';
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
 import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
 import { DeviceSocketClient } from './support/device-socket-client';
@@ -294,6 +296,18 @@ describe('deployment groups', () => {
       (await t.http().get(`/api/orgs/${org}/products/${p}/devices/${identifier}`).set(admin.auth).expect(200))
         .body.data.deployment_group as { name: string; is_active: boolean } | null;
 
+    /** The full recomputation finds nothing to change: the request's targeted one left the product settled. */
+    const expectSettled = async () => {
+      const [{ id }] = await t.db.query<{ id: string }[]>(
+        `SELECT p.id FROM products p JOIN orgs o ON o.id = p.org_id WHERE o.name = $1 AND p.name = $2`,
+        [org, p],
+      );
+      const changes = await t.app
+        .get(Transactions)
+        .run((tx) => t.app.get(DeploymentMembershipService).recomputeProduct(id, tx));
+      expect(changes).toEqual({ left: 0, joined: 0 });
+    };
+
     beforeAll(async () => {
       p = await t.fixtures.product(admin, org, 'members');
       pfw1 = await t.fixtures.firmware(admin, org, p, { version: '1.0.0', key });
@@ -343,17 +357,20 @@ describe('deployment groups', () => {
         conditions: { version: '>= 1.0.0', tags: ['beta'] },
       }).expect(201);
       expect((await pgroupOf(a))?.name).toBe('all');
+      await expectSettled();
 
       // deleting "all" frees its devices: a and b join "beta" (tags match), c has no match
       await t.http().delete(`${pbase()}/all`).set(admin.auth).expect(204);
       expect((await pgroupOf(a))?.name).toBe('beta');
       expect((await pgroupOf(b))?.name).toBe('beta');
       expect(await pgroupOf(c)).toBeNull();
+      await expectSettled();
 
       // conditions change: b no longer matches and leaves
       await ppatch('beta', { conditions: { version: '~> 1.0.0' } }).expect(200);
       expect((await pgroupOf(a))?.name).toBe('beta');
       expect(await pgroupOf(b)).toBeNull();
+      await expectSettled();
 
       // tag change: a loses "beta" and leaves; gets it back and joins again
       await t
@@ -374,6 +391,7 @@ describe('deployment groups', () => {
       // deactivation keeps the members (as NervesHub)
       await ppatch('beta', { is_active: false }).expect(200);
       expect(await pgroupOf(a)).toEqual(expect.objectContaining({ name: 'beta', is_active: false }));
+      await expectSettled();
 
       // the device list filters on the group
       const list = await t

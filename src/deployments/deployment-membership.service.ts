@@ -68,14 +68,41 @@ export class DeploymentMembershipService {
   ) {}
 
   /**
-   * After a group of the product was created, changed, activated, deactivated or deleted: devices leave the
-   * unlocked groups they no longer match, then devices without a group join their best match. Runs in `tx` (the
-   * group change's transaction), under the product's membership lock.
+   * Every device of the product: devices leave the unlocked groups they no longer match, then devices without a
+   * group join their best match. Runs in `tx`, under the product's membership lock.
    */
   async recomputeProduct(productId: string, tx: Queryable): Promise<{ left: number; joined: number }> {
     const groups = await this.groups.lockMembershipGroups(productId, tx);
     const left = await this.groups.releaseMismatched(productId, groups, null, tx);
     const joined = await this.groups.assignBestMatches(productId, groups, null, tx);
+    return { left, joined };
+  }
+
+  /**
+   * After one group of the product was created, changed, turned on or off, or deleted (then its memberships are
+   * gone already); `rulesChanged`: its conditions or its membership lock changed. The same result as
+   * `recomputeProduct`, for less: every other group is as it was, so only this group's members can stop matching,
+   * and a device without a group (which matched no open group before) can only find one in this group, when it is
+   * open, or among all groups when devices left or the group was deleted. Runs in `tx` (the group change's
+   * transaction), under the product's membership lock.
+   */
+  async recomputeAfterGroupChange(
+    productId: string,
+    groupId: string,
+    rulesChanged: boolean,
+    tx: Queryable,
+  ): Promise<{ left: number; joined: number }> {
+    const groups = await this.groups.lockMembershipGroups(productId, tx);
+    const group = groups.find((candidate) => candidate.id === groupId);
+    const left =
+      group && rulesChanged ? await this.groups.releaseMismatched(productId, [group], null, tx) : 0;
+    const open = group !== undefined && group.is_active && !group.lock_device_membership;
+    const joined =
+      group === undefined || left > 0
+        ? await this.groups.assignBestMatches(productId, groups, null, tx)
+        : open
+          ? await this.groups.assignBestMatches(productId, [group], null, tx)
+          : 0;
     return { left, joined };
   }
 

@@ -157,14 +157,15 @@ function settingsOf(dto: CreateDeploymentGroupDto | UpdateDeploymentGroupDto): D
   return settings;
 }
 
-/** Changes that can move devices between groups. */
-const MEMBERSHIP_SETTINGS: readonly (keyof DeploymentGroupSettings)[] = [
-  'is_active',
+/** Settings that decide which devices a group holds. */
+const MEMBERSHIP_RULES: readonly (keyof DeploymentGroupSettings)[] = [
   'lock_device_membership',
   'conditions_version',
   'conditions_tags',
   'conditions_tag_operator',
 ];
+/** Changes that can move devices between groups: those, and turning the group on or off. */
+const MEMBERSHIP_SETTINGS: readonly (keyof DeploymentGroupSettings)[] = ['is_active', ...MEMBERSHIP_RULES];
 
 @Injectable()
 export class DeploymentsService {
@@ -212,7 +213,7 @@ export class DeploymentsService {
         if (!firmware) throw DomainError.invalidField('firmware', FIRMWARE_UNKNOWN);
         const groupId = await this.groups.insert(access.orgId, product.id, firmware, settings, tx);
         await this.groups.addRelease(groupId, firmware.id, access.actor.userId, tx);
-        await this.membership.recomputeProduct(product.id, tx);
+        await this.membership.recomputeAfterGroupChange(product.id, groupId, false, tx);
         await this.events.groupChanged(groupId, tx);
         await this.record(tx, access, 'deployment_group.create', dto.name, {
           product: product.name,
@@ -259,8 +260,11 @@ export class DeploymentsService {
         }
         await this.events.groupChanged(group.id, tx);
         const newName = settings.name ?? name;
-        if (release !== null || MEMBERSHIP_SETTINGS.some((key) => settings[key] !== undefined)) {
-          await this.membership.recomputeProduct(product.id, tx);
+        // A new release changes no one's membership: only which group a device without one would prefer, and
+        // such a device matches no open group.
+        if (MEMBERSHIP_SETTINGS.some((key) => settings[key] !== undefined)) {
+          const rulesChanged = MEMBERSHIP_RULES.some((key) => settings[key] !== undefined);
+          await this.membership.recomputeAfterGroupChange(product.id, group.id, rulesChanged, tx);
         }
         const { paused_reason: _reason, paused_at: _at, ...changes } = settings;
         if (Object.keys(changes).length > 0) {
@@ -288,8 +292,8 @@ export class DeploymentsService {
       const group = await this.groups.lockByName(product.id, name, tx);
       if (!group) throw DomainError.notFound();
       await this.groups.delete(group.id, tx);
-      // Its devices are free now (the foreign key cleared their group): they join their best other match.
-      await this.membership.recomputeProduct(product.id, tx);
+      // Its devices are free now (a trigger deleted their memberships): they join their best other match.
+      await this.membership.recomputeAfterGroupChange(product.id, group.id, true, tx);
       await this.events.groupChanged(group.id, tx);
       await this.record(tx, access, 'deployment_group.delete', name, { product: product.name });
     });
