@@ -7,7 +7,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * statement-level triggers delete the members of deleted devices and groups instead. The device-side trigger
  * first takes the shared side of the product's membership lock, which recomputations hold exclusively, so that a
  * recomputation cannot add a member for a device deleted meanwhile. The orchestrator's candidates are now found
- * by product: its connected devices in connection order.
+ * by product: its connected devices in connection order; a group's devices in the penalty box by product too.
  */
 export class DeploymentGroupMembers1795643393176 implements MigrationInterface {
   name = 'DeploymentGroupMembers1795643393176';
@@ -29,6 +29,9 @@ export class DeploymentGroupMembers1795643393176 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "devices" DROP COLUMN "deployment_group_id"`);
     await queryRunner.query(
       `CREATE INDEX "devices_product_id_connected_at_idx" ON "devices" ("product_id", "connected_at", "id") WHERE connected_at IS NOT NULL`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX "devices_product_id_updates_blocked_until_idx" ON "devices" ("product_id", "updates_blocked_until") WHERE updates_blocked_until IS NOT NULL`,
     );
     await queryRunner.query(`
       CREATE FUNCTION deployment_group_members_after_device_delete() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -57,6 +60,7 @@ export class DeploymentGroupMembers1795643393176 implements MigrationInterface {
     await queryRunner.query(`DROP TRIGGER deployment_group_members_device_delete ON devices`);
     await queryRunner.query(`DROP FUNCTION deployment_group_members_after_group_delete()`);
     await queryRunner.query(`DROP FUNCTION deployment_group_members_after_device_delete()`);
+    await queryRunner.query(`DROP INDEX "public"."devices_product_id_updates_blocked_until_idx"`);
     await queryRunner.query(`DROP INDEX "public"."devices_product_id_connected_at_idx"`);
     await queryRunner.query(`ALTER TABLE "devices" ADD "deployment_group_id" bigint`);
     await queryRunner.query(

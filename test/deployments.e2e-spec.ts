@@ -444,6 +444,46 @@ describe('deployment groups', () => {
       expect(await qgroup()).toBe('newer-one-tag');
     });
 
+    it('counts its devices, those on the current release and those in the penalty box', async () => {
+      const [onRelease, behind, boxed] = ['c-on', 'c-behind', 'c-boxed'];
+      for (const identifier of [onRelease, behind, boxed]) {
+        await t.fixtures.device(admin, org, p, identifier, { tags: ['counted'] });
+        await reportIn(identifier, '1.0.0');
+      }
+      // runs the release's firmware (pfw2, version 2.0.0) as a join would have stored it
+      await t.db.query(
+        `UPDATE devices SET firmware_version = '2.0.0', firmware_version_key = $2,
+                firmware_metadata = firmware_metadata || jsonb_build_object('uuid', $3::text, 'version', '2.0.0')
+          WHERE identifier = $1`,
+        [onRelease, semverSortKey('2.0.0'), pfw2.uuid],
+      );
+      await t.db.query(
+        `UPDATE devices SET updates_blocked_until = now() + interval '1 hour' WHERE identifier = $1`,
+        [boxed],
+      );
+      const created = await pcreate({
+        name: 'counted',
+        firmware: pfw2.uuid,
+        is_active: true,
+        conditions: { tags: ['counted'] },
+      }).expect(201);
+      expect(created.body.data).toEqual(
+        expect.objectContaining({
+          device_count: 3,
+          counts: expect.objectContaining({ devices: 3, updated: 1, blocked: 1 }),
+        }),
+      );
+      // the same version under another uuid is not the release
+      await t.db.query(
+        `UPDATE devices SET firmware_metadata = firmware_metadata || '{"uuid": "00000000-0000-0000-0000-000000000000"}'
+          WHERE identifier = $1`,
+        [onRelease],
+      );
+      const read = await t.http().get(`${pbase()}/counted`).set(admin.auth).expect(200);
+      expect(read.body.data.counts).toEqual(expect.objectContaining({ devices: 3, updated: 0, blocked: 1 }));
+      await t.http().delete(`${pbase()}/counted`).set(admin.auth).expect(204);
+    });
+
     it('deleting a device or a group deletes its memberships, even while a recomputation holds the product', async () => {
       const members = async (where: string, param: string) =>
         Number(

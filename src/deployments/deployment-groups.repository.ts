@@ -135,6 +135,14 @@ export interface MembershipState {
   groups: MembershipGroup[];
 }
 
+const IS_MEMBER = `EXISTS (SELECT 1 FROM deployment_group_members m
+                             WHERE m.device_id = d.id AND m.deployment_group_id = g.id)`;
+
+/**
+ * A group with its current release and live counts. Each count reads what it counts, not every member's device
+ * row: the members by an index-only count, the devices on the release's version by the product's version index,
+ * the devices in the penalty box by a partial index.
+ */
 const GROUP_SELECT = `
   SELECT g.id, g.name, g.is_active, g.platform, g.architecture, g.conditions_version, g.conditions_tags,
          g.conditions_tag_operator, g.notes, g.delta_updatable, g.concurrent_updates,
@@ -146,17 +154,16 @@ const GROUP_SELECT = `
          f.uuid AS firmware_uuid, f.version AS firmware_version, f.platform AS firmware_platform,
          f.architecture AS firmware_architecture,
          (SELECT count(*)::int FROM deployment_releases rc WHERE rc.deployment_group_id = g.id) AS releases_count,
-         dc.device_count, dc.updated_count, dc.blocked_count,
+         (SELECT count(*)::int FROM deployment_group_members m WHERE m.deployment_group_id = g.id) AS device_count,
+         (SELECT count(*)::int FROM devices d
+           WHERE d.product_id = g.product_id AND d.firmware_version = f.version
+             AND d.firmware_metadata->>'uuid' = f.uuid::text AND ${IS_MEMBER}) AS updated_count,
+         (SELECT count(*)::int FROM devices d
+           WHERE d.product_id = g.product_id AND d.updates_blocked_until > now() AND ${IS_MEMBER}) AS blocked_count,
          (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = g.id) AS updating_count
     FROM deployment_groups g
     LEFT JOIN deployment_releases r ON r.id = g.current_release_id
-    LEFT JOIN firmwares f ON f.id = r.firmware_id
-    CROSS JOIN LATERAL (
-      SELECT count(*)::int AS device_count,
-             count(*) FILTER (WHERE d.firmware_metadata->>'uuid' = f.uuid::text)::int AS updated_count,
-             count(*) FILTER (WHERE d.updates_blocked_until > now())::int AS blocked_count
-        FROM deployment_group_members m JOIN devices d ON d.id = m.device_id WHERE m.deployment_group_id = g.id
-    ) dc`;
+    LEFT JOIN firmwares f ON f.id = r.firmware_id`;
 
 /** Serialises the membership recomputations of one product (first key of the two-key advisory lock). */
 export const MEMBERSHIP_LOCK_CLASS = 0x15d6;

@@ -25,6 +25,7 @@ export type FirmwareMetadata = Record<string, string | null>;
 @Index('devices_org_id_idx', ['orgId'])
 @Index('devices_connected_instance_id_idx', ['connectedInstanceId'])
 @Index('devices_product_id_connected_at_idx', { synchronize: false })
+@Index('devices_product_id_updates_blocked_until_idx', { synchronize: false })
 export class Device {
   @BigIdColumn()
   id: string;
