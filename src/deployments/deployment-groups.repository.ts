@@ -1,3 +1,4 @@
+import type { QueryResultRow } from 'pg';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
@@ -45,6 +46,11 @@ export interface DeploymentGroupRow {
   updated_count: number;
   blocked_count: number;
 }
+
+type GroupCounts = Pick<
+  DeploymentGroupRow,
+  'device_count' | 'updating_count' | 'updated_count' | 'blocked_count'
+>;
 
 /** The settings a create or an update writes (columns of `deployment_groups`). */
 export interface DeploymentGroupSettings {
@@ -135,17 +141,24 @@ export interface MembershipState {
   groups: MembershipGroup[];
 }
 
-const IS_MEMBER = `EXISTS (SELECT 1 FROM deployment_group_members m
-                             WHERE m.device_id = d.id AND m.deployment_group_id = g.id)`;
+/** A group's live counts (SQL over the group's id, its product, and its release's version and uuid). */
+function countColumns(group: string, product: string, version: string, uuid: string): string {
+  const member = `EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = d.id AND m.deployment_group_id = ${group})`;
+  return `
+    (SELECT count(*)::int FROM deployment_group_members m WHERE m.deployment_group_id = ${group}) AS device_count,
+    (SELECT count(*)::int FROM devices d
+      WHERE d.product_id = ${product} AND d.firmware_version = ${version}
+        AND d.firmware_metadata->>'uuid' = ${uuid} AND ${member}) AS updated_count,
+    (SELECT count(*)::int FROM devices d
+      WHERE d.product_id = ${product} AND d.updates_blocked_until > now() AND ${member}) AS blocked_count,
+    (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = ${group}) AS updating_count`;
+}
 
-/**
- * A group with its current release and live counts. Each count reads what it counts, not every member's device
- * row: the members by an index-only count, the devices on the release's version by the product's version index,
- * the devices in the penalty box by a partial index.
- */
-const GROUP_SELECT = `
-  SELECT g.id, g.name, g.is_active, g.platform, g.architecture, g.conditions_version, g.conditions_tags,
-         g.conditions_tag_operator, g.notes, g.delta_updatable, g.concurrent_updates,
+/** A group with its current release; `counts`: and its live counts. */
+function groupSelect(counts: boolean): string {
+  return `
+  SELECT g.id, g.name, g.is_active, g.platform, g.architecture, g.conditions_version,
+         g.conditions_tags, g.conditions_tag_operator, g.notes, g.delta_updatable, g.concurrent_updates,
          g.inflight_update_expiration_minutes, g.device_failure_threshold, g.device_failure_rate_seconds,
          g.device_failure_rate_amount, g.failure_threshold, g.penalty_timeout_minutes, g.queue_management,
          g.lock_device_membership, g.paused_reason, g.paused_at, g.inserted_at, g.updated_at,
@@ -153,17 +166,12 @@ const GROUP_SELECT = `
          r.inserted_at AS release_inserted_at, r.updated_at AS release_updated_at,
          f.uuid AS firmware_uuid, f.version AS firmware_version, f.platform AS firmware_platform,
          f.architecture AS firmware_architecture,
-         (SELECT count(*)::int FROM deployment_releases rc WHERE rc.deployment_group_id = g.id) AS releases_count,
-         (SELECT count(*)::int FROM deployment_group_members m WHERE m.deployment_group_id = g.id) AS device_count,
-         (SELECT count(*)::int FROM devices d
-           WHERE d.product_id = g.product_id AND d.firmware_version = f.version
-             AND d.firmware_metadata->>'uuid' = f.uuid::text AND ${IS_MEMBER}) AS updated_count,
-         (SELECT count(*)::int FROM devices d
-           WHERE d.product_id = g.product_id AND d.updates_blocked_until > now() AND ${IS_MEMBER}) AS blocked_count,
-         (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = g.id) AS updating_count
+         (SELECT count(*)::int FROM deployment_releases rc WHERE rc.deployment_group_id = g.id) AS releases_count
+         ${counts ? `, ${countColumns('g.id', 'g.product_id', 'f.version', 'f.uuid::text')}` : ''}
     FROM deployment_groups g
     LEFT JOIN deployment_releases r ON r.id = g.current_release_id
     LEFT JOIN firmwares f ON f.id = r.firmware_id`;
+}
 
 /** Serialises the membership recomputations of one product (first key of the two-key advisory lock). */
 export const MEMBERSHIP_LOCK_CLASS = 0x15d6;
@@ -195,17 +203,31 @@ export class DeploymentGroupsRepository {
 
   /** The product's groups by name, with their current release and live counts (one statement). */
   listForProduct(productId: string): Promise<DeploymentGroupRow[]> {
-    return readRows<DeploymentGroupRow>(this.db, `${GROUP_SELECT} WHERE g.product_id = $1 ORDER BY g.name`, [
-      productId,
-    ]);
+    return readRows<DeploymentGroupRow>(
+      this.db,
+      `${groupSelect(true)} WHERE g.product_id = $1 ORDER BY g.name`,
+      [productId],
+    );
   }
 
+  /**
+   * The product's group by name, with its current release and live counts. The counts are a statement of their
+   * own with the release's version and uuid as values, so that PostgreSQL plans them for that version (a new
+   * release that no device runs yet: a few index pages) rather than for an average one (a scan of the product).
+   */
   async findByName(productId: string, name: string, tx?: Queryable): Promise<DeploymentGroupRow | null> {
-    const sql = `${GROUP_SELECT} WHERE g.product_id = $1 AND g.name = $2`;
-    const rows = tx
-      ? await tx.query<DeploymentGroupRow[]>(sql, [productId, name])
-      : await readRows<DeploymentGroupRow>(this.db, sql, [productId, name]);
-    return rows[0] ?? null;
+    const read = <T extends QueryResultRow>(sql: string, params: unknown[]) =>
+      tx ? tx.query<T[]>(sql, params) : readRows<T>(this.db, sql, params);
+    const [group] = await read<Omit<DeploymentGroupRow, keyof GroupCounts>>(
+      `${groupSelect(false)} WHERE g.product_id = $1 AND g.name = $2`,
+      [productId, name],
+    );
+    if (!group) return null;
+    const [counts] = await read<GroupCounts>(
+      `SELECT ${countColumns('$1::bigint', '$2::bigint', '$3::text', '$4::text')}`,
+      [group.id, productId, group.firmware_version, group.firmware_uuid],
+    );
+    return { ...group, ...counts };
   }
 
   /** Locks the product's group by name for a change; its id, platform and architecture. */
