@@ -77,4 +77,19 @@ describe('PresenceService disconnections', () => {
     expect((presence as unknown as { leaving: Set<string> }).leaving).toEqual(new Set(['9']));
     await presence.stop();
   });
+
+  it('schedules no write after it stopped, even when its last one failed', async () => {
+    jest.useFakeTimers();
+    const markDisconnected = jest.fn().mockRejectedValue(pgFailure('40001'));
+    const presence = await startedPresence(markDisconnected);
+    void presence.disconnected('9').catch(() => undefined);
+    const stopping = presence.stop();
+    await jest.advanceTimersByTimeAsync(1000);
+    await stopping;
+    const calls = markDisconnected.mock.calls.length;
+    expect(calls).toBeGreaterThan(0);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(markDisconnected).toHaveBeenCalledTimes(calls);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

@@ -33,6 +33,8 @@ export class PresenceService {
   /** When `last_communication` was last written for each device held here. */
   private readonly written = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
+  /** Set by `stop`: no write is scheduled again after it (its own last writes are the final word). */
+  private stopped = false;
   /** Devices whose socket here closed, not yet written, and the promise of the write that will take them. */
   private leaving = new Set<string>();
   private leavingWrite: Promise<void> | null = null;
@@ -67,6 +69,7 @@ export class PresenceService {
 
   /** Writes what is pending, marks every device held here disconnected and removes the instance row. */
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     if (!this.instanceId) return;
@@ -135,6 +138,7 @@ export class PresenceService {
 
   /** Schedules the next write of the queued disconnections (after a failed one), logging its failure. */
   private disconnectedAgain(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     this.leavingWrite ??= new Promise<void>((resolve) => {
       setTimeout(() => {
         this.flushDisconnected().then(resolve, (err: unknown) => {
