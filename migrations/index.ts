@@ -6,6 +6,7 @@ import { DeviceListCoveringIndexes1795331900000 } from './1795331900000-DeviceLi
 import { ShardedDeviceCounters1795336784756 } from './1795336784756-ShardedDeviceCounters';
 import { DeploymentGroups1795636317875 } from './1795636317875-DeploymentGroups';
 import { DeploymentRolloutIndexes1795637700000 } from './1795637700000-DeploymentRolloutIndexes';
+import { StorageDeletions1795644094391 } from './1795644094391-StorageDeletions';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -17,4 +18,5 @@ export const MIGRATIONS: Function[] = [
   ShardedDeviceCounters1795336784756,
   DeploymentGroups1795636317875,
   DeploymentRolloutIndexes1795637700000,
+  StorageDeletions1795644094391,
 ];
