@@ -74,7 +74,7 @@ describe('firmware', () => {
     expect(Number(row.size)).toBe(bytes.length);
     expect(row.signed_with).toBe('release');
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
-    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toHaveLength(1);
+    expect(stored.filter((f) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f)))).toHaveLength(1);
   });
 
   it('records per-MiB checksums of a multi-MiB file', async () => {
@@ -301,7 +301,7 @@ describe('firmware', () => {
     await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
     await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
-    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toEqual([]);
+    expect(stored.filter((f) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f)))).toEqual([]);
   });
 
   it('deleting a product deletes its firmware files; a refused delete keeps them', async () => {
@@ -313,7 +313,7 @@ describe('firmware', () => {
     }
     const storedFiles = async () =>
       (await readdir(join(t.config.dataDir, 'firmware'), { recursive: true })).filter((f) =>
-        uuids.some((uuid) => String(f).endsWith(`${uuid}.fw`)),
+        uuids.some((uuid) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f))),
       );
     expect(await storedFiles()).toHaveLength(2);
 
