@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
+import type { S3StorageConfig } from '../src/config/config';
 import { FirmwareFileRemover } from '../src/firmware/storage/firmware-file-remover';
 import { FirmwareStorage } from '../src/firmware/storage/firmware-storage';
 import { S3Storage } from '../src/firmware/storage/s3-storage';
@@ -180,6 +181,23 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
       .http()
       .get(`${link.pathname}?expires=${link.searchParams.get('expires')}&signature=x`)
       .expect(403);
+  });
+
+  it('links are signed for FLEETHUB_S3_PUBLIC_ENDPOINT when devices reach the store at another address', async () => {
+    const settings = {
+      ...(t.config.storage as S3StorageConfig),
+      publicEndpoint: 'https://s3.fleet.example.com',
+    };
+    const storage = new S3Storage(settings, dir);
+    try {
+      const link = new URL(await storage.directDownloadUrl('5/a.fw'));
+      expect(`${link.origin}${link.pathname}`).toBe(
+        `https://s3.fleet.example.com/${s3.bucket}/${PREFIX}5/a.fw`,
+      );
+      expect(link.searchParams.get('X-Amz-SignedHeaders')).toBe('host');
+    } finally {
+      storage.onModuleDestroy();
+    }
   });
 
   it('deleting a firmware removes its object and leaves no pending removal', async () => {

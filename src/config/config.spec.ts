@@ -95,6 +95,7 @@ describe('loadConfig', () => {
         FLEETHUB_S3_BUCKET: 'fleet-firmware',
         FLEETHUB_S3_PREFIX: '/prod/fleethub',
         FLEETHUB_S3_ENDPOINT: 'http://minio:9000/',
+        FLEETHUB_S3_PUBLIC_ENDPOINT: 'https://s3.fleet.example.com',
         FLEETHUB_S3_REGION: 'eu-west-1',
         FLEETHUB_S3_FORCE_PATH_STYLE: 'TRUE',
         FLEETHUB_S3_URL_LIFETIME_SEC: '3600',
@@ -104,6 +105,7 @@ describe('loadConfig', () => {
         bucket: 'fleet-firmware',
         prefix: 'prod/fleethub/',
         endpoint: 'http://minio:9000',
+        publicEndpoint: 'https://s3.fleet.example.com',
         region: 'eu-west-1',
         forcePathStyle: true,
         urlLifetimeSec: 3600,
@@ -116,6 +118,7 @@ describe('loadConfig', () => {
         bucket: 'firmware',
         prefix: '',
         endpoint: null,
+        publicEndpoint: null,
         region: null,
         forcePathStyle: false,
         urlLifetimeSec: 86400,
@@ -126,6 +129,16 @@ describe('loadConfig', () => {
       expect(problemsOf({ FLEETHUB_STORAGE: 's3' })).toEqual([
         'FLEETHUB_S3_BUCKET is required when FLEETHUB_STORAGE=s3',
       ]);
+    });
+
+    it('refuses a public endpoint without an endpoint', () => {
+      expect(
+        problemsOf({
+          FLEETHUB_STORAGE: 's3',
+          FLEETHUB_S3_BUCKET: 'firmware',
+          FLEETHUB_S3_PUBLIC_ENDPOINT: 'https://s3.example.com',
+        }),
+      ).toEqual(['FLEETHUB_S3_PUBLIC_ENDPOINT needs FLEETHUB_S3_ENDPOINT']);
     });
 
     it('refuses an unknown storage', () => {
@@ -146,15 +159,17 @@ describe('loadConfig', () => {
         FLEETHUB_S3_BUCKET: 'Not_A_Bucket',
         FLEETHUB_S3_PREFIX: 'a/../b',
         FLEETHUB_S3_ENDPOINT: 'minio:9000',
+        FLEETHUB_S3_PUBLIC_ENDPOINT: 'ftp://x',
         FLEETHUB_S3_REGION: 'EU West',
         FLEETHUB_S3_FORCE_PATH_STYLE: 'yes',
         FLEETHUB_S3_URL_LIFETIME_SEC: '604801',
       });
-      expect(problems).toHaveLength(6);
+      expect(problems).toHaveLength(7);
       for (const name of [
         'FLEETHUB_S3_BUCKET',
         'FLEETHUB_S3_PREFIX',
         'FLEETHUB_S3_ENDPOINT',
+        'FLEETHUB_S3_PUBLIC_ENDPOINT',
         'FLEETHUB_S3_REGION',
         'FLEETHUB_S3_FORCE_PATH_STYLE',
         'FLEETHUB_S3_URL_LIFETIME_SEC',

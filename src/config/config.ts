@@ -42,6 +42,11 @@ export interface S3StorageConfig {
   prefix: string;
   /** A non-AWS endpoint (MinIO, R2, Ceph); null: AWS's endpoint for the region. */
   endpoint: string | null;
+  /**
+   * The endpoint devices reach the store at, for presigned links, when it differs from `endpoint` (e.g. a
+   * container network name for fleethub, a public host name for devices); null: `endpoint`.
+   */
+  publicEndpoint: string | null;
   /** null: the SDK's own resolution (AWS_REGION, shared config files). */
   region: string | null;
   forcePathStyle: boolean;
@@ -185,10 +190,24 @@ const S3_VARIABLES = [
   'FLEETHUB_S3_BUCKET',
   'FLEETHUB_S3_PREFIX',
   'FLEETHUB_S3_ENDPOINT',
+  'FLEETHUB_S3_PUBLIC_ENDPOINT',
   'FLEETHUB_S3_REGION',
   'FLEETHUB_S3_FORCE_PATH_STYLE',
   'FLEETHUB_S3_URL_LIFETIME_SEC',
 ];
+
+function endpointSetting(env: Env, name: string, problems: string[]): string | null {
+  const endpoint = present(env, name);
+  if (endpoint === undefined) return null;
+  try {
+    const url = new URL(endpoint);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return endpoint.replace(/\/+$/, '');
+  } catch {
+    // reported below
+  }
+  problems.push(`${name} must be an http:// or https:// URL (got "${endpoint}")`);
+  return null;
+}
 
 function storageConfig(env: Env, problems: string[]): StorageConfig {
   const kind = (present(env, 'FLEETHUB_STORAGE') ?? 'local').toLowerCase();
@@ -219,16 +238,10 @@ function storageConfig(env: Env, problems: string[]): StorageConfig {
   ) {
     problems.push(`FLEETHUB_S3_PREFIX must be a key prefix such as "fleethub/" (got "${prefix}")`);
   }
-  const endpoint = present(env, 'FLEETHUB_S3_ENDPOINT') ?? null;
-  if (endpoint !== null) {
-    let valid = false;
-    try {
-      const url = new URL(endpoint);
-      valid = url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      valid = false;
-    }
-    if (!valid) problems.push(`FLEETHUB_S3_ENDPOINT must be an http:// or https:// URL (got "${endpoint}")`);
+  const endpoint = endpointSetting(env, 'FLEETHUB_S3_ENDPOINT', problems);
+  const publicEndpoint = endpointSetting(env, 'FLEETHUB_S3_PUBLIC_ENDPOINT', problems);
+  if (publicEndpoint !== null && endpoint === null) {
+    problems.push('FLEETHUB_S3_PUBLIC_ENDPOINT needs FLEETHUB_S3_ENDPOINT');
   }
   const region = present(env, 'FLEETHUB_S3_REGION') ?? null;
   if (region !== null && !/^[a-z0-9-]{1,64}$/.test(region)) {
@@ -251,7 +264,8 @@ function storageConfig(env: Env, problems: string[]): StorageConfig {
     kind: 's3',
     bucket: bucket ?? '',
     prefix,
-    endpoint: endpoint?.replace(/\/+$/, '') ?? null,
+    endpoint,
+    publicEndpoint,
     region,
     forcePathStyle: rawPathStyle === 'true',
     urlLifetimeSec,

@@ -20,11 +20,14 @@ const PART_BYTES = 8 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 const PROBE_TIMEOUT_MS = 2000;
 
-/** The S3 client for the settings; credentials come from the SDK's standard chain (environment, files, roles). */
-export function s3Client(settings: S3StorageConfig): S3Client {
-  const custom = settings.endpoint !== null;
+/**
+ * The S3 client for the settings (at `endpoint`, by default the configured one); credentials come from the SDK's
+ * standard chain (environment, shared files, instance roles).
+ */
+export function s3Client(settings: S3StorageConfig, endpoint = settings.endpoint): S3Client {
+  const custom = endpoint !== null;
   return new S3Client({
-    endpoint: settings.endpoint ?? undefined,
+    endpoint: endpoint ?? undefined,
     // A custom endpoint (MinIO, Ceph) rarely cares about the region, but the signature names one.
     region: settings.region ?? (custom ? 'us-east-1' : undefined),
     forcePathStyle: settings.forcePathStyle,
@@ -42,14 +45,19 @@ export function s3Client(settings: S3StorageConfig): S3Client {
  */
 export class S3Storage extends FirmwareStorage {
   private readonly scratchDir: string;
+  private readonly client: S3Client;
+  /** Signs the devices' links for the endpoint they reach the store at (signing is local: no request). */
+  private readonly linkSigner: S3Client;
 
   constructor(
     private readonly settings: S3StorageConfig,
     dataDir: string,
-    private readonly client: S3Client = s3Client(settings),
   ) {
     super();
     this.scratchDir = join(dataDir, 'firmware-uploads');
+    this.client = s3Client(settings);
+    this.linkSigner =
+      settings.publicEndpoint === null ? this.client : s3Client(settings, settings.publicEndpoint);
   }
 
   async adopt(key: string, sourcePath: string): Promise<void> {
@@ -105,7 +113,7 @@ export class S3Storage extends FirmwareStorage {
 
   directDownloadUrl(key: string): Promise<string> {
     return getSignedUrl(
-      this.client,
+      this.linkSigner,
       new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key) }),
       { expiresIn: this.settings.urlLifetimeSec },
     );
@@ -120,6 +128,7 @@ export class S3Storage extends FirmwareStorage {
   /** Closes the client's connections (Nest calls it when the app closes). */
   onModuleDestroy(): void {
     this.client.destroy();
+    this.linkSigner.destroy();
   }
 
   private objectKey(key: string): string {
