@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import {
   expectConflict,
   expectInvalid,
@@ -162,12 +161,6 @@ describe('ProductsService.create', () => {
 });
 
 describe('ProductsService.remove', () => {
-  let warn: jest.SpyInstance;
-  beforeEach(() => {
-    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-  });
-  afterEach(() => warn.mockRestore());
-
   it('deletes the deployment groups, the firmware rows and the product in one transaction that records the files, then removes them', async () => {
     const { service, products, firmware, files, transactions, deployments } = setup();
     await service.remove(orgAccess, 'gateway');
