@@ -117,6 +117,28 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
     await expectNoLocalFiles();
   });
 
+  it('a bucket that cannot be reached answers 503 after the checks, and leaves no row and no file', async () => {
+    const { name, base } = await product();
+    const built = await fw(name);
+    const uuid = computeMetaUuid(built.metaConf);
+    const before = await objects();
+    // Every request of the app's S3 clients fails, as with a store that is down.
+    const clients = S3Client.prototype as unknown as { send: () => Promise<unknown> };
+    const down = jest.spyOn(clients, 'send').mockRejectedValue(new Error('connect ECONNREFUSED'));
+    let res;
+    try {
+      res = await upload(base, built.path);
+    } finally {
+      down.mockRestore();
+    }
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ errors: { detail: 'firmware storage unavailable, try again shortly' } });
+    expect(res.headers['retry-after']).toBe('5');
+    expect(await t.db.query(`SELECT 1 FROM firmwares WHERE uuid = $1`, [uuid])).toEqual([]);
+    expect(await objects()).toEqual(before);
+    await expectNoLocalFiles();
+  });
+
   it('a client that disconnects mid-upload leaves no object and no file', async () => {
     const { name, base } = await product();
     const built = await fw(name);

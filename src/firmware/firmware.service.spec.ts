@@ -199,6 +199,20 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     expect(await exists(file.path)).toBe(false);
   });
 
+  it('a store that does not take the file is a 503 with the cause kept; nothing recorded, the file removed', async () => {
+    const { file } = await fwup();
+    const ctx = setup();
+    const down = new Error('connect ECONNREFUSED');
+    ctx.storage.adopt.mockRejectedValue(down);
+    const err = await domainError(ctx.service.ingest(orgAccess, 'gateway', file));
+    expect(err.code).toBe(ErrorCode.SERVICE_UNAVAILABLE);
+    expect(err.headers).toEqual({ 'Retry-After': '5' });
+    expect(err.cause).toBe(down);
+    expect(ctx.firmwares.insert).not.toHaveBeenCalled();
+    expect(ctx.storage.remove).not.toHaveBeenCalled();
+    expect(await exists(file.path)).toBe(false);
+  });
+
   it('any other failure after adoption removes the stored file too, and is rethrown', async () => {
     const { file, uuid } = await fwup();
     const ctx = setup();

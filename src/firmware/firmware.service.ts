@@ -14,7 +14,7 @@ import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
-import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
+import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, storageUnavailable, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
@@ -149,7 +149,9 @@ export class FirmwareService {
         ) {
           throw DomainError.invalidField('version', ALREADY_TAKEN);
         }
-        await this.storage.adopt(storageKey, file.path);
+        await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
+          throw storageUnavailable(err);
+        });
         stored = true;
         const saved = await this.firmwares.insert(
           {
