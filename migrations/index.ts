@@ -7,6 +7,7 @@ import { ShardedDeviceCounters1795336784756 } from './1795336784756-ShardedDevic
 import { DeploymentGroups1795636317875 } from './1795636317875-DeploymentGroups';
 import { DeploymentRolloutIndexes1795637700000 } from './1795637700000-DeploymentRolloutIndexes';
 import { DeploymentGroupMembers1795643393176 } from './1795643393176-DeploymentGroupMembers';
+import { StorageDeletions1795644094391 } from './1795644094391-StorageDeletions';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -19,4 +20,5 @@ export const MIGRATIONS: Function[] = [
   DeploymentGroups1795636317875,
   DeploymentRolloutIndexes1795637700000,
   DeploymentGroupMembers1795643393176,
+  StorageDeletions1795644094391,
 ];

@@ -22,39 +22,94 @@ const read = (path: string) => readFileSync(join(root, path), 'utf8');
 interface ComposeService {
   image?: string;
   build?: { context: string; dockerfile: string };
+  command?: string[];
+  entrypoint?: string[];
   environment?: Record<string, string>;
   volumes?: string[];
   ports?: string[];
   healthcheck?: { test: string[] };
-  depends_on?: Record<string, { condition: string }>;
+  depends_on?: Record<string, { condition: string }> | string[];
   ulimits?: Record<string, { soft: number; hard: number }>;
   sysctls?: Record<string, number>;
 }
 
-describe('docker/compose.yaml', () => {
-  const compose = load(read('docker/compose.yaml')) as {
-    services: Record<string, ComposeService>;
+/** `${NAME:-default}` → default, `${NAME:?message}` → `value` (what compose does when NAME is unset). */
+function interpolate(text: string, value = 'x'.repeat(40)): string {
+  return text.replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, '$1').replace(/\$\{[A-Z0-9_]+:\?[^}]*\}/g, value);
+}
+
+describe('docker/compose.yaml: two instances behind HAProxy, PostgreSQL 16, firmware in a MinIO bucket', () => {
+  const raw = load(read('docker/compose.yaml')) as {
+    services: Record<string, ComposeService & { '<<'?: ComposeService }>;
     volumes: Record<string, unknown>;
   };
+  // The instances share their settings through a YAML merge key (`<<: *fleethub`), which compose resolves.
+  const compose = {
+    ...raw,
+    services: Object.fromEntries(
+      Object.entries(raw.services).map(([name, { '<<': base, ...own }]) => [name, { ...base, ...own }]),
+    ),
+  };
+  const instances = ['fleethub-1', 'fleethub-2'];
 
-  it('runs PostgreSQL 16 and fleethub, fleethub once the database is healthy', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['fleethub', 'postgres']);
-    const { postgres, fleethub } = compose.services;
+  it('runs PostgreSQL 16, MinIO and its bucket setup, two fleethub instances and the proxy', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'fleethub-1',
+      'fleethub-2',
+      'minio',
+      'minio-setup',
+      'postgres',
+      'proxy',
+    ]);
+    const { postgres, minio } = compose.services;
     expect(postgres.image).toBe('postgres:16');
     expect(postgres.healthcheck?.test.join(' ')).toContain('pg_isready');
-    expect(fleethub.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
-    expect(fleethub.healthcheck?.test).toEqual(['CMD', 'node', 'dist/src/healthcheck.js']);
-    expect(fleethub.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
+    expect(minio.healthcheck?.test).toEqual(['CMD', 'mc', 'ready', 'local']);
+    expect(compose.services['minio-setup'].depends_on).toEqual({ minio: { condition: 'service_healthy' } });
+    expect(compose.services['minio-setup'].entrypoint?.join(' ')).toContain('mc mb --ignore-existing');
   });
 
-  it('wires the database by DATABASE_URL and keeps the database and /data in volumes', () => {
-    const { postgres, fleethub } = compose.services;
-    const db = postgres.environment!;
-    const url = new URL(
-      fleethub
-        .environment!.DATABASE_URL.replace(/\$\{POSTGRES_PASSWORD:-([^}]*)\}/, '$1')
-        .replace(/^postgres:/, 'http:'),
+  it('starts each instance once the database is healthy and the bucket exists, from the same image and settings', () => {
+    for (const name of instances) {
+      const instance = compose.services[name];
+      expect(instance.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        'minio-setup': { condition: 'service_completed_successfully' },
+      });
+      expect(instance.healthcheck?.test).toEqual(['CMD', 'node', 'dist/src/healthcheck.js']);
+      expect(instance.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
+      expect(instance.ports).toBeUndefined();
+      expect(instance.ulimits).toEqual({ nofile: { soft: 65536, hard: 65536 } });
+      expect(instance.sysctls).toEqual({ 'net.core.somaxconn': 4096 });
+      expect(instance.volumes).toEqual([`${name}-data:/data`]);
+    }
+    expect(compose.services['fleethub-1'].environment).toEqual(compose.services['fleethub-2'].environment);
+  });
+
+  it('configures a valid, shared object storage; the database by DATABASE_URL', () => {
+    const { postgres, minio } = compose.services;
+    const env = Object.fromEntries(
+      Object.entries(compose.services['fleethub-1'].environment!).map(([k, v]) => [k, interpolate(v)]),
     );
+    const config = loadConfig(env);
+    expect(config.storage).toEqual({
+      kind: 's3',
+      bucket: interpolate(compose.services['minio-setup'].environment!.FLEETHUB_S3_BUCKET),
+      prefix: 'firmware/',
+      endpoint: 'http://minio:9000',
+      publicEndpoint: 'http://localhost:9000',
+      region: null,
+      forcePathStyle: true,
+      urlLifetimeSec: 86400,
+    });
+    expect(env.AWS_ACCESS_KEY_ID).toBe(interpolate(minio.environment!.MINIO_ROOT_USER));
+    expect(env.AWS_SECRET_ACCESS_KEY).toBe(interpolate(minio.environment!.MINIO_ROOT_PASSWORD));
+    // Without a shared secret key each instance would generate its own: compose refuses to start.
+    expect(compose.services['fleethub-1'].environment!.FLEETHUB_SECRET_KEY).toMatch(
+      /^\$\{FLEETHUB_SECRET_KEY:\?/,
+    );
+    const url = new URL(env.DATABASE_URL.replace(/^postgres:/, 'http:'));
+    const db = postgres.environment!;
     expect([url.hostname, url.port, url.username, url.pathname]).toEqual([
       'postgres',
       '5432',
@@ -62,15 +117,25 @@ describe('docker/compose.yaml', () => {
       `/${db.POSTGRES_DB}`,
     ]);
     expect(postgres.volumes).toEqual(['postgres-data:/var/lib/postgresql/data']);
-    expect(fleethub.volumes).toEqual(['fleethub-data:/data']);
-    expect(Object.keys(compose.volumes).sort()).toEqual(['fleethub-data', 'postgres-data']);
-    expect(fleethub.ports).toEqual(['4000:4000']);
+    expect(Object.keys(compose.volumes).sort()).toEqual([
+      'fleethub-1-data',
+      'fleethub-2-data',
+      'minio-data',
+      'postgres-data',
+    ]);
+    expect(minio.ports).toEqual(['9000:9000']);
   });
 
-  it('gives fleethub room for a large fleet of device sockets', () => {
-    const { fleethub } = compose.services;
-    expect(fleethub.ulimits).toEqual({ nofile: { soft: 65536, hard: 65536 } });
-    expect(fleethub.sysctls).toEqual({ 'net.core.somaxconn': 4096 });
+  it('publishes port 4000 on the proxy only, which checks /readyz and balances both instances, websockets included', () => {
+    const { proxy } = compose.services;
+    expect(proxy.ports).toEqual(['4000:4000']);
+    expect(proxy.volumes).toEqual(['./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro']);
+    const cfg = read('docker/haproxy.cfg');
+    expect(cfg).toMatch(/^\s*bind :4000$/m);
+    expect(cfg).toMatch(/^\s*mode http$/m);
+    expect(cfg).toMatch(/^\s*timeout tunnel \d+h$/m);
+    expect(cfg).toMatch(/^\s*option httpchk GET \/readyz$/m);
+    for (const name of instances) expect(cfg).toMatch(new RegExp(`^\\s*server ${name} ${name}:4000$`, 'm'));
   });
 });
 

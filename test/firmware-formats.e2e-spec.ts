@@ -122,13 +122,15 @@ describe('firmware formats: AtomVM packbeams and ESP-IDF images', () => {
       expect(await row(uuid)).toEqual({
         tool: 'atomvm',
         signed_with: 'release',
-        storage_key: expect.stringMatching(new RegExp(`/${uuid}\\.avm$`)),
+        storage_key: expect.stringMatching(new RegExp(`/${uuid}-[0-9a-f]{12}\\.avm$`)),
         description: 'Blinks',
         meta_product: name,
         sha256: createHash('sha256').update(bytes).digest('hex'),
         size: String(bytes.length),
       });
-      expect((await storedFiles()).filter((f) => f.endsWith(`${uuid}.avm`))).toHaveLength(1);
+      expect(
+        (await storedFiles()).filter((f) => new RegExp(`${uuid}-[0-9a-f]{12}\\.avm$`).test(f)),
+      ).toHaveLength(1);
       const listed = await t.http().get(base).set(admin.auth).expect(200);
       expect(listed.body.data).toEqual([res.body.data]);
     });
@@ -237,7 +239,7 @@ describe('firmware formats: AtomVM packbeams and ESP-IDF images', () => {
       expect(await row(built.uuid)).toMatchObject({
         tool: 'esp-idf',
         signed_with: null,
-        storage_key: expect.stringMatching(new RegExp(`/${built.uuid}\\.bin$`)),
+        storage_key: expect.stringMatching(new RegExp(`/${built.uuid}-[0-9a-f]{12}\\.bin$`)),
         description: 'ESP-IDF v5.3.1',
       });
     });

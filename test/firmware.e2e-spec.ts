@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { computeMetaUuid } from '../src/firmware/fwup';
+import { FirmwareFileRemover } from '../src/firmware/storage/firmware-file-remover';
+import { FirmwareStorage } from '../src/firmware/storage/firmware-storage';
 import { buildFw, type BuildFwOptions, type FwupKeyPair, generateFwupKeyPair } from './support/fw-builder';
 import type { TestUser } from './support/fixtures';
 import type { TestApp } from './support/test-app';
@@ -74,7 +76,7 @@ describe('firmware', () => {
     expect(Number(row.size)).toBe(bytes.length);
     expect(row.signed_with).toBe('release');
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
-    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toHaveLength(1);
+    expect(stored.filter((f) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f)))).toHaveLength(1);
   });
 
   it('records per-MiB checksums of a multi-MiB file', async () => {
@@ -301,7 +303,7 @@ describe('firmware', () => {
     await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
     await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
     const stored = await readdir(join(t.config.dataDir, 'firmware'), { recursive: true });
-    expect(stored.filter((f) => String(f).endsWith(`${uuid}.fw`))).toEqual([]);
+    expect(stored.filter((f) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f)))).toEqual([]);
   });
 
   it('deleting a product deletes its firmware files; a refused delete keeps them', async () => {
@@ -313,7 +315,7 @@ describe('firmware', () => {
     }
     const storedFiles = async () =>
       (await readdir(join(t.config.dataDir, 'firmware'), { recursive: true })).filter((f) =>
-        uuids.some((uuid) => String(f).endsWith(`${uuid}.fw`)),
+        uuids.some((uuid) => new RegExp(`${uuid}-[0-9a-f]{12}\\.fw$`).test(String(f))),
       );
     expect(await storedFiles()).toHaveLength(2);
 
@@ -335,6 +337,34 @@ describe('firmware', () => {
     await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(204);
     expect(await storedFiles()).toEqual([]);
     expect(await t.db.query(`SELECT 1 FROM firmwares WHERE uuid = ANY($1::uuid[])`, [uuids])).toEqual([]);
+  });
+
+  it('a file that cannot be removed at once is removed by the sweeper; the firmware is gone at once', async () => {
+    const { name, base } = await product();
+    const res = await upload(base, (await fw(name)).path).expect(201);
+    const uuid = res.body.data.uuid as string;
+    const [{ storage_key: key }] = await t.db.query<{ storage_key: string }[]>(
+      `SELECT storage_key FROM firmwares WHERE uuid = $1`,
+      [uuid],
+    );
+    const path = join(t.config.dataDir, 'firmware', key);
+    const failing = jest
+      .spyOn(t.app.get(FirmwareStorage), 'remove')
+      .mockRejectedValueOnce(new Error('EACCES'));
+    try {
+      await t.http().delete(`${base}/${uuid}`).set(admin.auth).expect(204);
+    } finally {
+      failing.mockRestore();
+    }
+    await t.http().get(`${base}/${uuid}`).set(admin.auth).expect(404, NOT_FOUND);
+    expect((await stat(path)).isFile()).toBe(true);
+    await t.db.query(
+      `UPDATE storage_deletions SET next_attempt_at = now() - interval '1 second' WHERE storage_key = $1`,
+      [key],
+    );
+    await t.app.get(FirmwareFileRemover).sweep();
+    await expect(stat(path)).rejects.toThrow('ENOENT');
+    expect(await t.db.query(`SELECT 1 FROM storage_deletions WHERE storage_key = $1`, [key])).toEqual([]);
   });
 
   it('roles: view lists and shows, cannot upload or delete; outsiders 404', async () => {

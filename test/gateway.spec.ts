@@ -239,6 +239,7 @@ describe('device channel payloads', () => {
         sha256: 'ab'.repeat(32),
         chunk_sha256: ['cd'.repeat(32)],
         tool: 'fwup',
+        storage_key: '5/x.fw',
         product_name: 'prod',
         deployment_group_id: null,
       },
@@ -281,6 +282,7 @@ describe('device channel payloads', () => {
       sha256: 'ab'.repeat(32),
       chunk_sha256: [],
       tool: 'fwup' as const,
+      storage_key: '5/x.fw',
       product_name: 'prod',
       deployment_group_id: '42',
     };

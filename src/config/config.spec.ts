@@ -72,4 +72,110 @@ describe('loadConfig', () => {
     }
     expect((error as ConfigError).message).toContain('Invalid configuration');
   });
+
+  describe('firmware storage', () => {
+    function problemsOf(env: Record<string, string>): string[] {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        if (err instanceof ConfigError) return err.problems;
+        throw err;
+      }
+      return [];
+    }
+
+    it('is the local disk by default', () => {
+      expect(loadConfig({}).storage).toEqual({ kind: 'local' });
+      expect(loadConfig({ FLEETHUB_STORAGE: 'LOCAL' }).storage).toEqual({ kind: 'local' });
+    });
+
+    it('reads every S3 variable', () => {
+      const config = loadConfig({
+        FLEETHUB_STORAGE: 's3',
+        FLEETHUB_S3_BUCKET: 'fleet-firmware',
+        FLEETHUB_S3_PREFIX: '/prod/fleethub',
+        FLEETHUB_S3_ENDPOINT: 'http://minio:9000/',
+        FLEETHUB_S3_PUBLIC_ENDPOINT: 'https://s3.fleet.example.com',
+        FLEETHUB_S3_REGION: 'eu-west-1',
+        FLEETHUB_S3_FORCE_PATH_STYLE: 'TRUE',
+        FLEETHUB_S3_URL_LIFETIME_SEC: '3600',
+      });
+      expect(config.storage).toEqual({
+        kind: 's3',
+        bucket: 'fleet-firmware',
+        prefix: 'prod/fleethub/',
+        endpoint: 'http://minio:9000',
+        publicEndpoint: 'https://s3.fleet.example.com',
+        region: 'eu-west-1',
+        forcePathStyle: true,
+        urlLifetimeSec: 3600,
+      });
+    });
+
+    it('has S3 defaults: no prefix, AWS endpoint, SDK region, virtual-host style, 24 h links', () => {
+      expect(loadConfig({ FLEETHUB_STORAGE: 's3', FLEETHUB_S3_BUCKET: 'firmware' }).storage).toEqual({
+        kind: 's3',
+        bucket: 'firmware',
+        prefix: '',
+        endpoint: null,
+        publicEndpoint: null,
+        region: null,
+        forcePathStyle: false,
+        urlLifetimeSec: 86400,
+      });
+    });
+
+    it('refuses s3 without a bucket', () => {
+      expect(problemsOf({ FLEETHUB_STORAGE: 's3' })).toEqual([
+        'FLEETHUB_S3_BUCKET is required when FLEETHUB_STORAGE=s3',
+      ]);
+    });
+
+    it('refuses a public endpoint without an endpoint', () => {
+      expect(
+        problemsOf({
+          FLEETHUB_STORAGE: 's3',
+          FLEETHUB_S3_BUCKET: 'firmware',
+          FLEETHUB_S3_PUBLIC_ENDPOINT: 'https://s3.example.com',
+        }),
+      ).toEqual(['FLEETHUB_S3_PUBLIC_ENDPOINT needs FLEETHUB_S3_ENDPOINT']);
+    });
+
+    it('refuses an unknown storage', () => {
+      expect(problemsOf({ FLEETHUB_STORAGE: 'nfs' })).toEqual([
+        'FLEETHUB_STORAGE must be local or s3 (got "nfs")',
+      ]);
+    });
+
+    it('refuses S3 settings that would be ignored', () => {
+      expect(problemsOf({ FLEETHUB_S3_BUCKET: 'fw', FLEETHUB_S3_REGION: 'eu-west-1' })).toEqual([
+        'FLEETHUB_S3_BUCKET, FLEETHUB_S3_REGION set but FLEETHUB_STORAGE is not s3 (set FLEETHUB_STORAGE=s3)',
+      ]);
+    });
+
+    it('lists every bad S3 value at once', () => {
+      const problems = problemsOf({
+        FLEETHUB_STORAGE: 's3',
+        FLEETHUB_S3_BUCKET: 'Not_A_Bucket',
+        FLEETHUB_S3_PREFIX: 'a/../b',
+        FLEETHUB_S3_ENDPOINT: 'minio:9000',
+        FLEETHUB_S3_PUBLIC_ENDPOINT: 'ftp://x',
+        FLEETHUB_S3_REGION: 'EU West',
+        FLEETHUB_S3_FORCE_PATH_STYLE: 'yes',
+        FLEETHUB_S3_URL_LIFETIME_SEC: '604801',
+      });
+      expect(problems).toHaveLength(7);
+      for (const name of [
+        'FLEETHUB_S3_BUCKET',
+        'FLEETHUB_S3_PREFIX',
+        'FLEETHUB_S3_ENDPOINT',
+        'FLEETHUB_S3_PUBLIC_ENDPOINT',
+        'FLEETHUB_S3_REGION',
+        'FLEETHUB_S3_FORCE_PATH_STYLE',
+        'FLEETHUB_S3_URL_LIFETIME_SEC',
+      ]) {
+        expect(problems.some((p) => p.startsWith(name))).toBe(true);
+      }
+    });
+  });
 });

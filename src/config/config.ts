@@ -29,6 +29,29 @@ export interface AppConfig {
   requestTimeoutMs: number;
   /** After SIGTERM: how long /readyz fails while requests are still served, so a balancer can stop routing. */
   shutdownDrainMs: number;
+  /** Where firmware files live: `dataDir/firmware` on local disk, or an S3-compatible bucket. */
+  storage: StorageConfig;
+}
+
+export type StorageConfig = { kind: 'local' } | S3StorageConfig;
+
+export interface S3StorageConfig {
+  kind: 's3';
+  bucket: string;
+  /** Prepended to every object key; '' or ending in '/'. */
+  prefix: string;
+  /** A non-AWS endpoint (MinIO, R2, Ceph); null: AWS's endpoint for the region. */
+  endpoint: string | null;
+  /**
+   * The endpoint devices reach the store at, for presigned links, when it differs from `endpoint` (e.g. a
+   * container network name for fleethub, a public host name for devices); null: `endpoint`.
+   */
+  publicEndpoint: string | null;
+  /** null: the SDK's own resolution (AWS_REGION, shared config files). */
+  region: string | null;
+  forcePathStyle: boolean;
+  /** Lifetime of the presigned links devices download from. */
+  urlLifetimeSec: number;
 }
 
 export class ConfigError extends Error {
@@ -141,6 +164,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const requestTimeoutSec = integer(env, 'FLEETHUB_REQUEST_TIMEOUT_SEC', 30, 0, 3600, problems);
   const shutdownDrainMs = integer(env, 'FLEETHUB_SHUTDOWN_DRAIN_MS', 0, 0, 600_000, problems);
 
+  const storage = storageConfig(env, problems);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -157,6 +182,93 @@ export function loadConfig(env: Env = process.env): AppConfig {
     corsOrigins,
     requestTimeoutMs: requestTimeoutSec * 1000,
     shutdownDrainMs,
+    storage,
+  };
+}
+
+const S3_VARIABLES = [
+  'FLEETHUB_S3_BUCKET',
+  'FLEETHUB_S3_PREFIX',
+  'FLEETHUB_S3_ENDPOINT',
+  'FLEETHUB_S3_PUBLIC_ENDPOINT',
+  'FLEETHUB_S3_REGION',
+  'FLEETHUB_S3_FORCE_PATH_STYLE',
+  'FLEETHUB_S3_URL_LIFETIME_SEC',
+];
+
+function endpointSetting(env: Env, name: string, problems: string[]): string | null {
+  const endpoint = present(env, name);
+  if (endpoint === undefined) return null;
+  try {
+    const url = new URL(endpoint);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return endpoint.replace(/\/+$/, '');
+  } catch {
+    // reported below
+  }
+  problems.push(`${name} must be an http:// or https:// URL (got "${endpoint}")`);
+  return null;
+}
+
+function storageConfig(env: Env, problems: string[]): StorageConfig {
+  const kind = (present(env, 'FLEETHUB_STORAGE') ?? 'local').toLowerCase();
+  if (kind !== 'local' && kind !== 's3') {
+    problems.push(`FLEETHUB_STORAGE must be local or s3 (got "${kind}")`);
+    return { kind: 'local' };
+  }
+  if (kind === 'local') {
+    const stray = S3_VARIABLES.filter((name) => present(env, name) !== undefined);
+    if (stray.length > 0) {
+      problems.push(`${stray.join(', ')} set but FLEETHUB_STORAGE is not s3 (set FLEETHUB_STORAGE=s3)`);
+    }
+    return { kind: 'local' };
+  }
+  const bucket = present(env, 'FLEETHUB_S3_BUCKET');
+  if (bucket === undefined) {
+    problems.push('FLEETHUB_S3_BUCKET is required when FLEETHUB_STORAGE=s3');
+  } else if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    problems.push(
+      `FLEETHUB_S3_BUCKET must be a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens (got "${bucket}")`,
+    );
+  }
+  let prefix = (present(env, 'FLEETHUB_S3_PREFIX') ?? '').replace(/^\/+/, '');
+  if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
+  if (
+    prefix.length > 512 ||
+    prefix.split('/').some((part, i, all) => part === '..' || (part === '' && i < all.length - 1))
+  ) {
+    problems.push(`FLEETHUB_S3_PREFIX must be a key prefix such as "fleethub/" (got "${prefix}")`);
+  }
+  const endpoint = endpointSetting(env, 'FLEETHUB_S3_ENDPOINT', problems);
+  const publicEndpoint = endpointSetting(env, 'FLEETHUB_S3_PUBLIC_ENDPOINT', problems);
+  if (publicEndpoint !== null && endpoint === null) {
+    problems.push('FLEETHUB_S3_PUBLIC_ENDPOINT needs FLEETHUB_S3_ENDPOINT');
+  }
+  const region = present(env, 'FLEETHUB_S3_REGION') ?? null;
+  if (region !== null && !/^[a-z0-9-]{1,64}$/.test(region)) {
+    problems.push(`FLEETHUB_S3_REGION must be a region name such as eu-west-1 (got "${region}")`);
+  }
+  const rawPathStyle = (present(env, 'FLEETHUB_S3_FORCE_PATH_STYLE') ?? 'false').toLowerCase();
+  if (rawPathStyle !== 'true' && rawPathStyle !== 'false') {
+    problems.push(`FLEETHUB_S3_FORCE_PATH_STYLE must be true or false (got "${rawPathStyle}")`);
+  }
+  // S3 refuses presigned links that live longer than 7 days.
+  const urlLifetimeSec = integer(
+    env,
+    'FLEETHUB_S3_URL_LIFETIME_SEC',
+    24 * 60 * 60,
+    60,
+    7 * 24 * 60 * 60,
+    problems,
+  );
+  return {
+    kind: 's3',
+    bucket: bucket ?? '',
+    prefix,
+    endpoint,
+    publicEndpoint,
+    region,
+    forcePathStyle: rawPathStyle === 'true',
+    urlLifetimeSec,
   };
 }
 

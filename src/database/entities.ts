@@ -11,6 +11,7 @@ import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.en
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
 import { PendingUpdate } from '../firmware/pending-update.entity';
+import { StorageDeletion } from '../firmware/storage/storage-deletion.entity';
 import { SigningKey } from '../signing-keys/signing-key.entity';
 import { OrgIrohEndpointCount } from '../iroh/iroh-endpoint-count.entity';
 import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
@@ -44,4 +45,5 @@ export const ENTITIES = [
   DeviceConsoleOutput,
   AuditLog,
   RateLimitBucket,
+  StorageDeletion,
 ];

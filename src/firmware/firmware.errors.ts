@@ -1,3 +1,5 @@
+import { DomainError } from '../common/errors/domain-error';
+import { ErrorCode } from '../common/errors/error-codes';
 import type { FirmwareTool } from './formats/detect-format';
 
 /** Messages of the firmware feature. */
@@ -24,3 +26,15 @@ export const MALFORMED_MULTIPART = 'malformed multipart body';
 
 /** meta.conf syntax error: a string without its closing quote. */
 export const UNTERMINATED_STRING = 'unterminated string';
+
+/** 503 on upload: the file passed every check but the store (the bucket) did not take it; `cause` is logged. */
+export function storageUnavailable(cause: unknown): DomainError {
+  const error = new DomainError(
+    ErrorCode.SERVICE_UNAVAILABLE,
+    'firmware storage unavailable, try again shortly',
+    {},
+    { 'Retry-After': '5' },
+  );
+  error.cause = cause;
+  return error;
+}

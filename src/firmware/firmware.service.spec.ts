@@ -26,6 +26,7 @@ import type { FirmwaresRepository } from './firmwares.repository';
 import { UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { computeMetaUuid } from './fwup';
 import type { ReceivedFile } from './received-file';
+import type { FirmwareFileRemover } from './storage/firmware-file-remover';
 import type { FirmwareStorage } from './storage/firmware-storage';
 
 const SHA = 'ab'.repeat(32);
@@ -64,7 +65,11 @@ function setup(target: Product = product({ allowedUpdateTools: ['fwup', 'atomvm'
   };
   const products = { findInOrg: jest.fn(async () => target) };
   const keys = { forOrg: jest.fn(async () => [{ name: 'release', key: signer.publicKey }]) };
-  const storage = { adopt: jest.fn(async () => undefined), remove: jest.fn(async () => undefined) };
+  const storage = {
+    adopt: jest.fn(async (_key: string, _path: string) => undefined),
+    remove: jest.fn(async () => undefined),
+  };
+  const files = { schedule: jest.fn(async () => undefined), removeNow: jest.fn(async () => undefined) };
   const audit = { record: jest.fn(async () => undefined) };
   const service = new FirmwareService(
     fake<FirmwaresRepository>(firmwares),
@@ -72,10 +77,14 @@ function setup(target: Product = product({ allowedUpdateTools: ['fwup', 'atomvm'
     fake<ProductsService>(products),
     fake<SigningKeysService>(keys),
     fake<FirmwareStorage>(storage),
+    fake<FirmwareFileRemover>(files),
     fake<AuditService>(audit),
   );
-  return { service, firmwares, keys, storage, audit };
+  return { service, firmwares, keys, storage, files, audit };
 }
+
+/** The storage key of an upload: product id, uuid, a random part of its own, the tool's extension. */
+const storageKeyOf = (uuid: string) => expect.stringMatching(new RegExp(`^5/${uuid}-[0-9a-f]{12}\\.fw$`));
 
 /** The refusal's field and message, after checking that nothing was stored or recorded and the file is gone. */
 async function refusal(ctx: ReturnType<typeof setup>, file: ReceivedFile): Promise<Record<string, string[]>> {
@@ -185,8 +194,22 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     const ctx = setup();
     ctx.firmwares.insert.mockRejectedValue(pgError('23505', 'firmwares_product_id_uuid_key'));
     await expectInvalid(ctx.service.ingest(orgAccess, 'gateway', file), { uuid: ['has already been taken'] });
-    expect(ctx.storage.adopt).toHaveBeenCalledWith(`5/${uuid}.fw`, file.path);
-    expect(ctx.storage.remove).toHaveBeenCalledWith(`5/${uuid}.fw`);
+    expect(ctx.storage.adopt).toHaveBeenCalledWith(storageKeyOf(uuid), file.path);
+    expect(ctx.storage.remove).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
+    expect(await exists(file.path)).toBe(false);
+  });
+
+  it('a store that does not take the file is a 503 with the cause kept; nothing recorded, the file removed', async () => {
+    const { file } = await fwup();
+    const ctx = setup();
+    const down = new Error('connect ECONNREFUSED');
+    ctx.storage.adopt.mockRejectedValue(down);
+    const err = await domainError(ctx.service.ingest(orgAccess, 'gateway', file));
+    expect(err.code).toBe(ErrorCode.SERVICE_UNAVAILABLE);
+    expect(err.headers).toEqual({ 'Retry-After': '5' });
+    expect(err.cause).toBe(down);
+    expect(ctx.firmwares.insert).not.toHaveBeenCalled();
+    expect(ctx.storage.remove).not.toHaveBeenCalled();
     expect(await exists(file.path)).toBe(false);
   });
 
@@ -196,23 +219,23 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     const failure = new Error('audit down');
     ctx.audit.record.mockRejectedValue(failure);
     await expect(ctx.service.ingest(orgAccess, 'gateway', file)).rejects.toBe(failure);
-    expect(ctx.storage.remove).toHaveBeenCalledWith(`5/${uuid}.fw`);
+    expect(ctx.storage.remove).toHaveBeenCalledWith(storageKeyOf(uuid));
     expect(await exists(file.path)).toBe(false);
   });
 
-  it('an accepted upload is adopted into storage under product/uuid, recorded with the key that signed it', async () => {
+  it('an accepted upload is adopted into storage under product/uuid-random, recorded with the key that signed it', async () => {
     const { file, uuid } = await fwup();
     const ctx = setup();
     const created = await ctx.service.ingest(orgAccess, 'gateway', file);
     expect(created.location).toBe(`/api/orgs/acme/products/gateway/firmwares/${uuid}`);
-    expect(ctx.storage.adopt).toHaveBeenCalledWith(`5/${uuid}.fw`, file.path);
+    expect(ctx.storage.adopt).toHaveBeenCalledWith(storageKeyOf(uuid), file.path);
     expect(ctx.firmwares.insert).toHaveBeenCalledWith(
       expect.objectContaining({
         productId: '5',
         uuid,
         version: '1.2.3',
         tool: 'fwup',
-        storageKey: `5/${uuid}.fw`,
+        storageKey: ctx.storage.adopt.mock.calls[0][0],
         signedWith: 'release',
         uploadedById: '7',
         size: String(file.size),
@@ -233,6 +256,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
       fake<ProductsService>(products),
       fake<SigningKeysService>(ctx.keys),
       fake<FirmwareStorage>(ctx.storage),
+      fake<FirmwareFileRemover>(ctx.files),
       fake<AuditService>(ctx.audit),
     );
     await expect(service.ingest(orgAccess, 'nope', file)).rejects.toThrow('404');

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
@@ -13,10 +14,11 @@ import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
-import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
+import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, storageUnavailable, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
+import { FirmwareFileRemover } from './storage/firmware-file-remover';
 import { FirmwareStorage } from './storage/firmware-storage';
 import type { ReceivedFile } from './received-file';
 
@@ -41,6 +43,7 @@ export class FirmwareService {
     private readonly products: ProductsService,
     private readonly keys: SigningKeysService,
     private readonly storage: FirmwareStorage,
+    private readonly files: FirmwareFileRemover,
     private readonly audit: AuditService,
   ) {}
 
@@ -68,6 +71,7 @@ export class FirmwareService {
     try {
       await this.transactions.run(async (tx) => {
         if (!(await this.firmwares.delete(firmware.id, tx))) throw DomainError.notFound();
+        await this.files.schedule([firmware.storageKey], tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -85,7 +89,7 @@ export class FirmwareService {
       if (isForeignKeyViolation(err)) throw DomainError.conflict(FIRMWARE_IN_USE);
       throw err;
     }
-    await this.storage.remove(firmware.storageKey);
+    await this.files.removeNow([firmware.storageKey]);
   }
 
   /**
@@ -128,7 +132,9 @@ export class FirmwareService {
       throw invalidFirmware(toolNotAllowed(product.name, tool));
     }
     const candidate = await inspectFirmware(tool, file, product, () => this.keys.forOrg(access.orgId));
-    const storageKey = `${product.id}/${candidate.uuid}${FILE_EXTENSIONS[tool]}`;
+    // A key of its own for each upload: a file of a deleted firmware still waiting for its removal can never be
+    // the file of a new upload of the same uuid.
+    const storageKey = `${product.id}/${candidate.uuid}-${randomBytes(6).toString('hex')}${FILE_EXTENSIONS[tool]}`;
     let stored = false;
     try {
       return await this.transactions.run(async (tx) => {
@@ -143,7 +149,9 @@ export class FirmwareService {
         ) {
           throw DomainError.invalidField('version', ALREADY_TAKEN);
         }
-        await this.storage.adopt(storageKey, file.path);
+        await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
+          throw storageUnavailable(err);
+        });
         stored = true;
         const saved = await this.firmwares.insert(
           {

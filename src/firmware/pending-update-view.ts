@@ -16,6 +16,8 @@ export interface PendingUpdateRow {
   sha256: string;
   chunk_sha256: string[];
   tool: FirmwareTool;
+  /** Where the firmware's file is stored (FirmwareStorage). */
+  storage_key: string;
   product_name: string;
   /** The deployment group of an orchestrated update (its `update` frame's `deployment_id`); null when manual. */
   deployment_group_id: string | null;
@@ -26,5 +28,5 @@ export interface PendingUpdateRow {
  * (DevicesRepository) and the pending update read (PendingUpdatesRepository).
  */
 export const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
-              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, p.name AS product_name,
+              f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, f.storage_key, p.name AS product_name,
               pu.deployment_group_id`;

@@ -11,6 +11,7 @@ import { uuidFromDigest } from '../firmware/formats/firmware-uuid';
 import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
 import { FirmwareRecordsService, type PendingUpdateRow } from '../firmware/firmware-records.service';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
+import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import { IrohClaimsService } from '../iroh/iroh-claims.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
@@ -198,6 +199,7 @@ export class DeviceLinkService {
     private readonly firmwares: FirmwareRecordsService,
     private readonly signals: RolloutSignals,
     private readonly membership: DeploymentMembershipService,
+    private readonly storage: FirmwareStorage,
   ) {}
 
   /**
@@ -229,8 +231,13 @@ export class DeviceLinkService {
     return this.firmwares.pendingUpdate(deviceId);
   }
 
-  firmwareUrl(row: PendingUpdateRow): string {
-    return this.links.url(row.firmware_id, `${row.uuid}${FILE_EXTENSIONS[row.tool]}`);
+  /**
+   * Where the device downloads the update: straight from the store when it gives links (an S3 presigned GET),
+   * else fleethub's own signed link.
+   */
+  async firmwareUrl(row: PendingUpdateRow): Promise<string> {
+    const direct = await this.storage.directDownloadUrl(row.storage_key);
+    return direct ?? this.links.url(row.firmware_id, `${row.uuid}${FILE_EXTENSIONS[row.tool]}`);
   }
 
   markDelivered(deviceId: string, firmwareId: string): Promise<void> {

@@ -34,7 +34,8 @@ export const LINK_SIGNER = Symbol('LINK_SIGNER');
 
 /** What a download link answers: the controller writes it as is. */
 export interface FirmwareDownload {
-  status: 200 | 206 | 416;
+  /** 302: the file is to be fetched from the store itself (`Location`, a presigned link). */
+  status: 200 | 206 | 302 | 416;
   /** In the order they are sent. */
   headers: Record<string, string>;
   /** The bytes to send; null when the response has no body (416, HEAD, an empty file). */
@@ -51,7 +52,10 @@ export interface FirmwareDownloadRequest {
   headOnly: boolean;
 }
 
-/** Serves firmware files to devices from signed, expiring links (single-range 206 support). */
+/**
+ * Serves firmware files to devices from signed, expiring links (single-range 206 support). With a store that gives
+ * links of its own (S3), the link redirects to one: the bytes never pass through fleethub.
+ */
 @Injectable()
 export class FirmwareDownloads {
   constructor(
@@ -69,6 +73,10 @@ export class FirmwareDownloads {
     }
     const storageKey = await this.firmwares.findStorageKey(firmwareId, uuid);
     if (storageKey === undefined) throw DomainError.notFound();
+    const direct = await this.storage.directDownloadUrl(storageKey);
+    if (direct !== null) {
+      return { status: 302, headers: { Location: direct, 'Cache-Control': 'private, no-store' }, body: null };
+    }
     let size: number;
     try {
       size = await this.storage.size(storageKey);

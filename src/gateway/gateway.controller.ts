@@ -61,11 +61,17 @@ export class FirmwareDownloadController {
       'Extension of 2.0.0, for devices. The signed, expiring link is the only credential (no token). ' +
       'Sends `Content-Length` and `Accept-Ranges: bytes`; a single `Range: bytes=a-b` gets 206 with ' +
       '`Content-Range` (ends past the file are clamped); an unsatisfiable range gets 416. ' +
-      'A bad or expired signature gets 403, an unknown firmware 404.',
+      'A bad or expired signature gets 403, an unknown firmware 404. With object storage ' +
+      '(`FLEETHUB_STORAGE=s3`) a valid link answers 302 to a presigned URL of the object, which serves the ' +
+      'bytes and Range requests itself.',
     isPublic: true,
     errors: [403, 404],
   })
   @ApiResponse({ status: 206, description: 'The requested byte range' })
+  @ApiResponse({
+    status: 302,
+    description: 'Object storage: `Location` is a presigned URL of the file in the bucket',
+  })
   @ApiResponse({
     status: 416,
     description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',

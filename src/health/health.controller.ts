@@ -21,7 +21,8 @@ export class HealthController {
   @Public()
   @HealthCheck()
   @ApiOperationDoc({
-    summary: 'Readiness: the database answers (503 when it does not, or while the process is shutting down)',
+    summary:
+      'Readiness: the database and the firmware storage answer (503 when one does not, or while the process is shutting down)',
     isPublic: true,
   })
   ready() {

@@ -10,6 +10,11 @@ export function databaseNotAnswering(): DomainError {
   return new DomainError(ErrorCode.DATABASE_UNAVAILABLE, NOT_READY, {}, RETRY_AFTER);
 }
 
+/** The firmware storage (disk or bucket) cannot be reached. */
+export function storageNotAnswering(): DomainError {
+  return new DomainError(ErrorCode.SERVICE_UNAVAILABLE, NOT_READY, {}, RETRY_AFTER);
+}
+
 /** The process is draining for shutdown: the load balancer should send new work elsewhere. */
 export function draining(): DomainError {
   return new DomainError(ErrorCode.SERVICE_UNAVAILABLE, NOT_READY, {}, RETRY_AFTER);

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { FirmwareStorageModule } from '../firmware/storage/firmware-storage.module';
 import { HealthController } from './health.controller';
 import { ReadinessService } from './readiness.service';
 import { ShutdownState } from './shutdown-state';
 
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false })],
+  imports: [TerminusModule.forRoot({ logger: false }), FirmwareStorageModule],
   controllers: [HealthController],
   providers: [ShutdownState, ReadinessService],
   exports: [ShutdownState],

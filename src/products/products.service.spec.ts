@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import {
   expectConflict,
   expectInvalid,
@@ -14,7 +13,7 @@ import type { DeploymentRecordsService } from '../deployments/deployment-records
 import type { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
-import type { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import type { FirmwareFileRemover } from '../firmware/storage/firmware-file-remover';
 import type { ProductRow } from './product-row';
 import { PRODUCT_HAS_DEVICES } from './products.errors';
 import type { ProductsRepository } from './products.repository';
@@ -40,7 +39,7 @@ function setup() {
     delete: jest.fn(async () => true),
   };
   const firmware = { deleteAllOfProduct: jest.fn(async () => ['5/a.fw', '5/b.avm']) };
-  const storage = { remove: jest.fn(async () => undefined) };
+  const files = { schedule: jest.fn(async () => undefined), removeNow: jest.fn(async () => undefined) };
   const audit = { record: jest.fn(async () => undefined) };
   const deployments = { deleteAllOfProduct: jest.fn(async () => undefined) };
   const transactions = fakeTransactions();
@@ -49,10 +48,10 @@ function setup() {
     transactions,
     fake<FirmwareRecordsService>(firmware),
     fake<AuditService>(audit),
-    fake<FirmwareStorage>(storage),
+    fake<FirmwareFileRemover>(files),
     fake<DeploymentRecordsService>(deployments),
   );
-  return { service, products, firmware, storage, audit, transactions, deployments };
+  return { service, products, firmware, files, audit, transactions, deployments };
 }
 
 describe('ProductsService.findInOrg', () => {
@@ -162,14 +161,8 @@ describe('ProductsService.create', () => {
 });
 
 describe('ProductsService.remove', () => {
-  let warn: jest.SpyInstance;
-  beforeEach(() => {
-    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-  });
-  afterEach(() => warn.mockRestore());
-
-  it('deletes the deployment groups, the firmware rows and the product in one transaction, then removes the files', async () => {
-    const { service, products, firmware, storage, transactions, deployments } = setup();
+  it('deletes the deployment groups, the firmware rows and the product in one transaction that records the files, then removes them', async () => {
+    const { service, products, firmware, files, transactions, deployments } = setup();
     await service.remove(orgAccess, 'gateway');
     expect(transactions.run).toHaveBeenCalledTimes(1);
     expect(deployments.deleteAllOfProduct).toHaveBeenCalledWith('5', fakeTx);
@@ -179,36 +172,26 @@ describe('ProductsService.remove', () => {
     );
     expect(firmware.deleteAllOfProduct).toHaveBeenCalledWith('5', fakeTx);
     expect(products.delete).toHaveBeenCalledWith('5', fakeTx);
-    expect(storage.remove.mock.calls).toEqual([['5/a.fw'], ['5/b.avm']]);
-    expect(storage.remove.mock.invocationCallOrder[0]).toBeGreaterThan(
+    expect(files.schedule).toHaveBeenCalledWith(['5/a.fw', '5/b.avm'], fakeTx);
+    expect(files.removeNow).toHaveBeenCalledWith(['5/a.fw', '5/b.avm']);
+    expect(files.removeNow.mock.invocationCallOrder[0]).toBeGreaterThan(
       products.delete.mock.invocationCallOrder[0],
     );
   });
 
   it('removes no file when the transaction fails: devices remain → 409', async () => {
-    const { service, products, storage } = setup();
+    const { service, products, files } = setup();
     products.delete.mockRejectedValue(pgError('23503', 'devices_product_id_fkey'));
     await expectConflict(service.remove(orgAccess, 'gateway'), PRODUCT_HAS_DEVICES);
-    expect(storage.remove).not.toHaveBeenCalled();
+    expect(files.removeNow).not.toHaveBeenCalled();
   });
 
   it('removes no file when the product is gone meanwhile (404)', async () => {
-    const { service, products, storage, audit } = setup();
+    const { service, products, files, audit } = setup();
     products.delete.mockResolvedValue(false);
     await expectNotFound(service.remove(orgAccess, 'gateway'));
-    expect(storage.remove).not.toHaveBeenCalled();
+    expect(files.removeNow).not.toHaveBeenCalled();
     expect(audit.record).not.toHaveBeenCalled();
-  });
-
-  it('a file that cannot be removed is logged, the others are still removed, and the delete succeeds', async () => {
-    const { service, storage } = setup();
-    storage.remove.mockRejectedValueOnce(new Error('EACCES'));
-    await expect(service.remove(orgAccess, 'gateway')).resolves.toBeUndefined();
-    expect(storage.remove).toHaveBeenCalledTimes(2);
-    expect(warn).toHaveBeenCalledWith(
-      expect.objectContaining({ key: '5/a.fw', productId: '5' }),
-      'firmware file of a deleted product not removed',
-    );
   });
 
   it('any other failure of the transaction is rethrown', async () => {

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
@@ -8,7 +8,7 @@ import { Created, pathSegment } from '../common/http/created';
 import { Transactions } from '../database/transactions';
 import { DeploymentRecordsService } from '../deployments/deployment-records.module';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
-import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { FirmwareFileRemover } from '../firmware/storage/firmware-file-remover';
 import type { CreateProductDto, ProductView, UpdateProductDto } from './dto/product.dto';
 import { Product } from './product.entity';
 import type { ProductRecord } from './product-record';
@@ -50,14 +50,12 @@ function productFromRow(row: ProductRow): Product {
 
 @Injectable()
 export class ProductsService {
-  private readonly logger = new Logger(ProductsService.name);
-
   constructor(
     private readonly products: ProductsRepository,
     private readonly transactions: Transactions,
     private readonly firmware: FirmwareRecordsService,
     private readonly audit: AuditService,
-    private readonly storage: FirmwareStorage,
+    private readonly files: FirmwareFileRemover,
     private readonly deployments: DeploymentRecordsService,
   ) {}
 
@@ -137,7 +135,8 @@ export class ProductsService {
 
   /**
    * Deletes a product with no devices (409 otherwise); its firmware and scripts go with it: the rows in the
-   * transaction, then the firmware files (one that cannot be removed is logged, never a failed request).
+   * transaction, which records their files for removal; then the files (one that cannot be removed now is
+   * retried by FirmwareFileRemover, never a failed request).
    */
   async remove(access: OrgAccess, name: string): Promise<void> {
     const product = await this.findInOrg(access, name);
@@ -147,6 +146,7 @@ export class ProductsService {
         // Groups first: their releases hold the firmware. Devices still in the product roll all of it back (409).
         await this.deployments.deleteAllOfProduct(product.id, tx);
         const storageKeys = await this.firmware.deleteAllOfProduct(product.id, tx);
+        await this.files.schedule(storageKeys, tx);
         if (!(await this.products.delete(product.id, tx))) throw DomainError.notFound();
         await this.audit.record(tx, {
           orgId: access.orgId,
@@ -163,14 +163,6 @@ export class ProductsService {
       }
       throw err;
     }
-    // The rows are gone; a file that cannot be removed now is only disk space, never a failed request.
-    for (const key of firmwareFiles) {
-      await this.storage.remove(key).catch((err: unknown) => {
-        this.logger.warn(
-          { err, key, productId: product.id },
-          'firmware file of a deleted product not removed',
-        );
-      });
-    }
+    await this.files.removeNow(firmwareFiles);
   }
 }

@@ -1,17 +1,25 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { FirmwareFileRemover } from './firmware-file-remover';
 import { FirmwareStorage } from './firmware-storage';
 import { LocalDiskStorage } from './local-disk-storage';
+import { S3Storage } from './s3-storage';
+import { StorageDeletionsRepository } from './storage-deletions.repository';
 
-/** Where firmware files live; shared by uploads, downloads and product deletion. */
+/** Where firmware files live (FLEETHUB_STORAGE); shared by uploads, downloads and deletions. */
 @Module({
   providers: [
     {
       provide: FirmwareStorage,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new LocalDiskStorage(config.dataDir),
+      useFactory: (config: AppConfig): FirmwareStorage =>
+        config.storage.kind === 's3'
+          ? new S3Storage(config.storage, config.dataDir)
+          : new LocalDiskStorage(config.dataDir),
     },
+    StorageDeletionsRepository,
+    FirmwareFileRemover,
   ],
-  exports: [FirmwareStorage],
+  exports: [FirmwareStorage, FirmwareFileRemover],
 })
 export class FirmwareStorageModule {}

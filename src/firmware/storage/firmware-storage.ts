@@ -1,14 +1,21 @@
 import type { Readable } from 'node:stream';
 
-/** Where firmware files live. Local disk by default; an object store can implement the same contract. */
+/** Where firmware files live: local disk (LocalDiskStorage) or an S3-compatible bucket (S3Storage). */
 export abstract class FirmwareStorage {
-  /** Moves a finished temporary file into storage under `key` (the source is consumed). */
+  /** Moves a finished temporary file into storage under `key`; the source is consumed (gone) either way. */
   abstract adopt(key: string, sourcePath: string): Promise<void>;
   /** A stream of the stored bytes, optionally of one inclusive byte range. */
   abstract read(key: string, range?: { start: number; end: number }): Promise<Readable>;
   abstract size(key: string): Promise<number>;
   /** Removes the file; no error when it is already gone. */
   abstract remove(key: string): Promise<void>;
-  /** A scratch path for an upload in progress, on the same file system as the store. */
+  /** A scratch path on local disk for an upload in progress (inspected there, then adopted or removed). */
   abstract temporaryPath(): Promise<string>;
+  /**
+   * A URL from which a device downloads the file straight from the store (Range requests included), or null
+   * when the store has none: devices then download through fleethub's own signed link.
+   */
+  abstract directDownloadUrl(key: string): Promise<string | null>;
+  /** Resolves when the store can be reached, rejects otherwise (readiness). */
+  abstract probe(): Promise<void>;
 }

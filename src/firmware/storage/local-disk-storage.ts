@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { access, constants, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { FirmwareStorage } from './firmware-storage';
@@ -36,6 +36,15 @@ export class LocalDiskStorage extends FirmwareStorage {
     const dir = join(this.root, '.tmp');
     await mkdir(dir, { recursive: true });
     return join(dir, `${randomUUID()}.upload`);
+  }
+
+  async directDownloadUrl(): Promise<null> {
+    return null;
+  }
+
+  async probe(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+    await access(this.root, constants.W_OK);
   }
 
   private pathOf(key: string): string {

@@ -96,7 +96,7 @@ export class DeviceChannel {
       return;
     }
     if (pending.delivered_at !== null && conn.downloadingUuid === pending.uuid) return;
-    conn.push('device', 'update', updatePayload(pending, this.link.firmwareUrl(pending)));
+    conn.push('device', 'update', updatePayload(pending, await this.link.firmwareUrl(pending)));
     await this.link.markDelivered(conn.deviceId, pending.firmware_id);
   }
 
