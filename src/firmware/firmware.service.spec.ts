@@ -160,16 +160,32 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     expect(ctx.keys.forOrg).toHaveBeenCalledWith('3');
   });
 
-  it('a uuid the product holds already is 422 uuid, decided under the upload lock', async () => {
+  it('a uuid the product holds already is 422 uuid before the file goes to the store', async () => {
     const { file, uuid } = await fwup();
     const ctx = setup();
     ctx.firmwares.existsByUuid.mockResolvedValue(true);
     expect(await refusal(ctx, file)).toEqual({ uuid: ['has already been taken'] });
-    expect(ctx.firmwares.existsByUuid).toHaveBeenCalledWith('5', uuid, fakeTx);
+    expect(ctx.firmwares.existsByUuid).toHaveBeenCalledWith('5', uuid, undefined);
+    expect(ctx.storage.adopt).not.toHaveBeenCalled();
+    expect(await exists(file.path)).toBe(false);
+  });
+
+  it('a uuid taken while the file went to the store is 422 uuid, decided under the upload lock, and the stored file removed', async () => {
+    const { file, uuid } = await fwup();
+    const ctx = setup();
+    ctx.firmwares.existsByUuid.mockResolvedValueOnce(false).mockResolvedValueOnce(true);
+    await expectInvalid(ctx.service.ingest(orgAccess, 'gateway', file), { uuid: ['has already been taken'] });
+    expect(await exists(file.path)).toBe(false);
+    expect(ctx.firmwares.existsByUuid).toHaveBeenLastCalledWith('5', uuid, fakeTx);
     expect(ctx.firmwares.lockProductUploads).toHaveBeenCalledWith('5', fakeTx);
     expect(ctx.firmwares.lockProductUploads.mock.invocationCallOrder[0]).toBeLessThan(
-      ctx.firmwares.existsByUuid.mock.invocationCallOrder[0],
+      ctx.firmwares.existsByUuid.mock.invocationCallOrder[1],
     );
+    expect(ctx.storage.adopt.mock.invocationCallOrder[0]).toBeLessThan(
+      ctx.firmwares.lockProductUploads.mock.invocationCallOrder[0],
+    );
+    expect(ctx.storage.remove).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
+    expect(ctx.firmwares.insert).not.toHaveBeenCalled();
   });
 
   it('a version the product holds already is 422 version when the product requires unique versions', async () => {
@@ -177,7 +193,8 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     const ctx = setup();
     ctx.firmwares.existsByVersion.mockResolvedValue(true);
     expect(await refusal(ctx, file)).toEqual({ version: ['has already been taken'] });
-    expect(ctx.firmwares.existsByVersion).toHaveBeenCalledWith('5', '1.2.3', fakeTx);
+    expect(ctx.firmwares.existsByVersion).toHaveBeenCalledWith('5', '1.2.3', undefined);
+    expect(ctx.storage.adopt).not.toHaveBeenCalled();
   });
 
   it('a repeated version is accepted when the product does not require unique versions', async () => {

@@ -8,7 +8,7 @@ import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { UUID_PATTERN } from '../common/values';
-import { Transactions } from '../database/transactions';
+import { type Tx, Transactions } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
 import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
@@ -135,24 +135,18 @@ export class FirmwareService {
     // A key of its own for each upload: a file of a deleted firmware still waiting for its removal can never be
     // the file of a new upload of the same uuid.
     const storageKey = `${product.id}/${candidate.uuid}-${randomBytes(6).toString('hex')}${FILE_EXTENSIONS[tool]}`;
-    let stored = false;
+    // Refused early when already taken, before the file goes to the store; checked again under the lock below.
+    await this.refuseTaken(product, candidate);
+    // The transfer (seconds for a large file to an object store) happens outside any transaction: no pool
+    // connection or product lock is held meanwhile. Its key is unique, so a refusal below only removes it.
+    await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
+      throw storageUnavailable(err);
+    });
     try {
       return await this.transactions.run(async (tx) => {
         // Serialises uploads to one product so that "version already taken" cannot race.
         await this.firmwares.lockProductUploads(product.id, tx);
-        if (await this.firmwares.existsByUuid(product.id, candidate.uuid, tx)) {
-          throw DomainError.invalidField('uuid', ALREADY_TAKEN);
-        }
-        if (
-          product.requireUniqueFirmwareVersion &&
-          (await this.firmwares.existsByVersion(product.id, candidate.version, tx))
-        ) {
-          throw DomainError.invalidField('version', ALREADY_TAKEN);
-        }
-        await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
-          throw storageUnavailable(err);
-        });
-        stored = true;
+        await this.refuseTaken(product, candidate, tx);
         const saved = await this.firmwares.insert(
           {
             productId: product.id,
@@ -188,9 +182,26 @@ export class FirmwareService {
         return saved;
       });
     } catch (err) {
-      if (stored) await this.storage.remove(storageKey);
+      await this.storage.remove(storageKey);
       if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', ALREADY_TAKEN);
       throw err;
+    }
+  }
+
+  /** 422 when the product has a firmware of this uuid, or of this version where versions must be unique. */
+  private async refuseTaken(
+    product: ProductRecord,
+    candidate: { uuid: string; version: string },
+    tx?: Tx,
+  ): Promise<void> {
+    if (await this.firmwares.existsByUuid(product.id, candidate.uuid, tx)) {
+      throw DomainError.invalidField('uuid', ALREADY_TAKEN);
+    }
+    if (
+      product.requireUniqueFirmwareVersion &&
+      (await this.firmwares.existsByVersion(product.id, candidate.version, tx))
+    ) {
+      throw DomainError.invalidField('version', ALREADY_TAKEN);
     }
   }
 

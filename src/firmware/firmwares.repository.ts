@@ -46,11 +46,11 @@ export class FirmwaresRepository {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('firmware'), hashtext($1))`, [productId]);
   }
 
-  existsByUuid(productId: string, uuid: string, tx: Tx): Promise<boolean> {
+  existsByUuid(productId: string, uuid: string, tx: Tx = this.db.manager): Promise<boolean> {
     return tx.getRepository(Firmware).existsBy({ productId, uuid });
   }
 
-  existsByVersion(productId: string, version: string, tx: Tx): Promise<boolean> {
+  existsByVersion(productId: string, version: string, tx: Tx = this.db.manager): Promise<boolean> {
     return tx.getRepository(Firmware).existsBy({ productId, version });
   }
 
