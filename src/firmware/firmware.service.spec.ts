@@ -69,7 +69,11 @@ function setup(target: Product = product({ allowedUpdateTools: ['fwup', 'atomvm'
     adopt: jest.fn(async (_key: string, _path: string) => undefined),
     remove: jest.fn(async () => undefined),
   };
-  const files = { schedule: jest.fn(async () => undefined), removeNow: jest.fn(async () => undefined) };
+  const files = {
+    schedule: jest.fn(async () => undefined),
+    removeNow: jest.fn(async () => undefined),
+    discard: jest.fn(async () => undefined),
+  };
   const audit = { record: jest.fn(async () => undefined) };
   const service = new FirmwareService(
     fake<FirmwaresRepository>(firmwares),
@@ -184,7 +188,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     expect(ctx.storage.adopt.mock.invocationCallOrder[0]).toBeLessThan(
       ctx.firmwares.lockProductUploads.mock.invocationCallOrder[0],
     );
-    expect(ctx.storage.remove).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
+    expect(ctx.files.discard).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
     expect(ctx.firmwares.insert).not.toHaveBeenCalled();
   });
 
@@ -212,7 +216,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     ctx.firmwares.insert.mockRejectedValue(pgError('23505', 'firmwares_product_id_uuid_key'));
     await expectInvalid(ctx.service.ingest(orgAccess, 'gateway', file), { uuid: ['has already been taken'] });
     expect(ctx.storage.adopt).toHaveBeenCalledWith(storageKeyOf(uuid), file.path);
-    expect(ctx.storage.remove).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
+    expect(ctx.files.discard).toHaveBeenCalledWith(ctx.storage.adopt.mock.calls[0][0]);
     expect(await exists(file.path)).toBe(false);
   });
 
@@ -236,7 +240,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
     const failure = new Error('audit down');
     ctx.audit.record.mockRejectedValue(failure);
     await expect(ctx.service.ingest(orgAccess, 'gateway', file)).rejects.toBe(failure);
-    expect(ctx.storage.remove).toHaveBeenCalledWith(storageKeyOf(uuid));
+    expect(ctx.files.discard).toHaveBeenCalledWith(storageKeyOf(uuid));
     expect(await exists(file.path)).toBe(false);
   });
 

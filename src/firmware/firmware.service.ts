@@ -182,7 +182,7 @@ export class FirmwareService {
         return saved;
       });
     } catch (err) {
-      await this.storage.remove(storageKey);
+      await this.files.discard(storageKey);
       if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', ALREADY_TAKEN);
       throw err;
     }

@@ -36,6 +36,16 @@ describe('FirmwareFileRemover', () => {
     expect(deletions.record).toHaveBeenCalledWith(['5/a.fw'], 60, tx);
   });
 
+  it("discards a refused upload's file now, or leaves it to the sweeper when the store cannot remove it", async () => {
+    const { remover, deletions, storage } = setup();
+    await remover.discard('5/x.fw');
+    expect(storage.remove).toHaveBeenCalledWith('5/x.fw');
+    expect(deletions.record).not.toHaveBeenCalled();
+    storage.remove.mockRejectedValueOnce(new Error('store down'));
+    await expect(remover.discard('5/y.fw')).resolves.toBeUndefined();
+    expect(deletions.record).toHaveBeenCalledWith(['5/y.fw'], 0);
+  });
+
   it('removes each file now and forgets its record only once it is removed', async () => {
     const { remover, deletions, storage } = setup();
     storage.remove.mockRejectedValueOnce(new Error('store down'));

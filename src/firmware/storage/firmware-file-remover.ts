@@ -46,6 +46,23 @@ export class FirmwareFileRemover implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
+   * A stored file no row will point at (its upload was refused after the transfer): removed now, or by the sweeper
+   * when the store cannot remove it now. Never throws: the caller is answering the refusal.
+   */
+  async discard(key: string): Promise<void> {
+    try {
+      await this.storage.remove(key);
+    } catch (err) {
+      this.logger.warn({ err, key }, 'refused upload not removed from the store; it will be retried');
+      await this.deletions
+        .record([key], 0)
+        .catch((failure: unknown) =>
+          this.logger.error({ err: failure, key }, 'refused upload left in the store'),
+        );
+    }
+  }
+
+  /**
    * After the commit: removes the files; one that cannot be removed now is logged and left to the sweeper (never
    * a failed request: the rows are gone already).
    */

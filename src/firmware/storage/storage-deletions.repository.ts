@@ -12,7 +12,7 @@ export class StorageDeletionsRepository {
    * Records files to remove, in the transaction that deletes their rows. The caller removes them at once after
    * the commit; the sweeper takes over after `graceSec` (a crash, a failed removal).
    */
-  async record(keys: string[], graceSec: number, tx: Queryable): Promise<void> {
+  async record(keys: string[], graceSec: number, tx: Queryable = this.db): Promise<void> {
     if (keys.length === 0) return;
     await tx.query(
       `INSERT INTO storage_deletions (storage_key, next_attempt_at)
