@@ -20,7 +20,7 @@ import { ServerKeyService } from '../src/device-auth/server-key.service';
 import { DownloadLinkSigner } from '../src/gateway/download-links';
 import type { DownloadClientResult, DownloadClientSpec } from './download-client';
 import type { buildSignedFw } from './fw';
-import type { LoadWindow } from './machine-load';
+import { describeLoad, type LoadWindow } from './machine-load';
 import { BUILD_DIR, sleep } from './paths';
 import { procStat, request, type Started, stopProcess } from './processes';
 import type { Log, SeedInfo } from './seed';
@@ -53,6 +53,31 @@ export interface DownloadServerRun {
     non_2xx: number;
   };
   machine: LoadWindow;
+  /**
+   * fleethub only: the largest V8 heap spaces and external memory its `/metrics` reported (sampled every second
+   * during the downloads), where RSS growth goes.
+   */
+  memory_mib?: { before: HeapFigures; peak: HeapFigures };
+}
+
+export interface HeapFigures {
+  new_space: number;
+  old_space: number;
+  external: number;
+  heap_total: number;
+}
+
+/** fleethub's heap spaces and external memory from its `/metrics` (prom-client's default metrics). */
+async function heapFigures(server: Started): Promise<HeapFigures | null> {
+  const text = (await request(`${server.url}/metrics`).catch(() => null))?.text;
+  if (!text) return null;
+  const value = (pattern: RegExp) => mib(Number(pattern.exec(text)?.[1] ?? 0));
+  return {
+    new_space: value(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)/m),
+    old_space: value(/^nodejs_heap_space_size_total_bytes\{space="old"\} (\d+)/m),
+    external: value(/^nodejs_external_memory_bytes (\d+)/m),
+    heap_total: value(/^nodejs_heap_size_total_bytes (\d+)/m),
+  };
 }
 
 export interface DownloadResults {
@@ -186,6 +211,8 @@ async function measureServer(
   const pid = server.child.pid;
   // Warm-up: the download path's code loaded, the file in the page cache.
   await runClient({ ...spec, count: 4, hashEvery: 1 });
+  // fleethub's heap spaces before and at their largest (sampled every second): where its RSS growth goes.
+  const heapBefore = label === 'fleethub' ? await heapFigures(server) : null;
   await sleep(1000);
   const before = procStat(pid);
   let peak = before.rss;
@@ -207,8 +234,20 @@ async function measureServer(
     );
     stopCannon = () => instance.stop();
   });
+  const heapPeak: HeapFigures = { new_space: 0, old_space: 0, external: 0, heap_total: 0 };
+  const scrape = async () => {
+    const now = await heapFigures(server);
+    if (now)
+      for (const k of Object.keys(heapPeak) as (keyof HeapFigures)[])
+        heapPeak[k] = Math.max(heapPeak[k], now[k]);
+  };
+  const memory = heapBefore && { before: heapBefore, peak: heapPeak };
+  const scraper = memory ? setInterval(() => void scrape(), 1000) : undefined;
   const started = Date.now();
-  const client = await runClient(spec).finally(() => stopCannon());
+  const client = await runClient(spec).finally(() => {
+    stopCannon();
+    clearInterval(scraper);
+  });
   const seconds = (Date.now() - started) / 1000;
   const users = await cannon;
   clearInterval(sampler);
@@ -232,13 +271,15 @@ async function measureServer(
       non_2xx: users.non2xx,
     },
     machine,
+    ...(memory && { memory_mib: memory }),
   };
   o.log(
     `  ${label.padEnd(8)} ${client.completed}/${client.count} complete (${client.resumed} resumed, ${client.hashed} hashed, ` +
       `${client.hash_mismatches} mismatches, failures ${JSON.stringify(client.failures)}) in ${(client.wall_ms / 1000).toFixed(1)} s: ` +
       `${run.mib_per_s} MiB/s; RSS ${run.rss_before_mib} → peak ${run.rss_peak_mib} MiB (+${run.rss_growth_mib}); ` +
       `cpu ${run.server_cpu_percent}%, client cpu ${client.client_cpu_seconds} s; users/me p50 ${run.users_me.p50_ms} ms ` +
-      `p99 ${run.users_me.p99_ms} ms (${run.users_me.requests} requests, ${run.users_me.errors} errors, ${run.users_me.non_2xx} non-2xx)`,
+      `p99 ${run.users_me.p99_ms} ms (${run.users_me.requests} requests, ${run.users_me.errors} errors, ${run.users_me.non_2xx} non-2xx); ` +
+      `${memory ? `heap/external (MiB) before ${JSON.stringify(memory.before)}, max ${JSON.stringify(memory.peak)}; ` : ''}${describeLoad(machine)}`,
   );
   return run;
 }
@@ -412,6 +453,15 @@ export function renderDownloads(r: DownloadResults, lines: string[]): void {
     );
   }
   lines.push('');
+  const memory = r.fleethub?.memory_mib;
+  if (memory) {
+    const pair = (k: keyof HeapFigures) => `${memory.before[k]} → ${memory.peak[k]} MiB`;
+    lines.push(
+      `fleethub's memory by its \`/metrics\` (before → largest during the downloads): V8 young generation ${pair('new_space')}, ` +
+        `old generation ${pair('old_space')}, heap total ${pair('heap_total')}, external (buffers) ${pair('external')}.`,
+    );
+    lines.push('');
+  }
   lines.push(
     'Throughput is all bytes received ÷ the time from the first request to the last byte. Client, server and ' +
       'PostgreSQL share the machine, so the client process takes CPU from the server: the ratio, measured under the ' +

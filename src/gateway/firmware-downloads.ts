@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Readable } from 'node:stream';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
-import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { FirmwareStorage, type StoredBytes } from '../firmware/storage/firmware-storage';
 import { parseRange } from './byte-range';
 import { DownloadLinkSigner, downloadPath } from './download-links';
 
@@ -15,7 +14,7 @@ export interface FirmwareDownload {
   /** In the order they are sent. */
   headers: Record<string, string>;
   /** The bytes to send; null when the response has no body (416, HEAD, an empty file). */
-  body: Readable | null;
+  body: StoredBytes | null;
 }
 
 /** What a download request carries besides its path. */
