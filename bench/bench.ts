@@ -449,7 +449,7 @@ function goalsOf(
   }
   goals.push(...socketGoals(sockets));
   goals.push(...deploymentGoals(deployments, QUICK));
-  goals.push(...downloadGoals(downloads, QUICK));
+  goals.push(...downloadGoals(downloads));
   if (upload) {
     goals.push({
       goal: `upload of a ${upload.size_mib} MiB firmware: server RSS flat within ±20 MiB`,

@@ -367,9 +367,9 @@ const correct = (run: DownloadServerRun | null) =>
   run.client.hash_mismatches === 0 &&
   Object.keys(run.client.failures).length === 0;
 
-export function downloadGoals(r: DownloadResults | null, quick: boolean): Goal[] {
+export function downloadGoals(r: DownloadResults | null): Goal[] {
   if (!r) return [];
-  const scale = quick ? ' (quick: not the 1,000 × 64 MiB of the goal)' : '';
+  const scale = r.count === 1000 && r.size_mib === 64 ? '' : " (not the goal's 1,000 × 64 MiB)";
   const what = `${r.count.toLocaleString('en')} concurrent downloads of a ${r.size_mib} MiB firmware`;
   const f = r.fleethub;
   const failed = `failed: ${r.error}`;
