@@ -27,6 +27,7 @@ import {
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
+import { downloadGoals, type DownloadResults, downloadsScenario } from './downloads';
 import {
   deploymentGoals,
   type DeploymentResults,
@@ -66,6 +67,9 @@ const ROLLOUT_DEVICES = Number(option('rollout-devices') ?? (QUICK ? 300 : 10_00
 const ROLLOUT_CONCURRENT = Number(option('rollout-concurrent') ?? (QUICK ? 30 : 500));
 /** The failing rollout: 5 % of the devices fail; this low failure_threshold pauses the group. */
 const ROLLOUT_FAIL_SHARE = 0.05;
+/** Issue #16: concurrent downloads of one firmware (full: the goal's 1,000 of 64 MiB). */
+const DOWNLOAD_COUNT = Number(option('download-count') ?? (QUICK ? 100 : 1000));
+const DOWNLOAD_MIB = Number(option('download-mib') ?? (QUICK ? 16 : 64));
 const ROLLOUT_FAILURE_THRESHOLD = QUICK ? 5 : 25;
 /**
  * The per-token API limit both servers run with: one token sends thousands of requests a second, which the default
@@ -387,6 +391,7 @@ function goalsOf(
   upload: (UploadRun & { warmup: UploadRun }) | null,
   sockets: SocketRun[],
   deployments: DeploymentResults | null,
+  downloads: DownloadResults | null,
 ): Goal[] {
   const goals: Goal[] = [];
   const hot = results.filter((r) => r.hot && r.ratio_to_floor !== undefined);
@@ -446,6 +451,7 @@ function goalsOf(
   }
   goals.push(...socketGoals(sockets));
   goals.push(...deploymentGoals(deployments, QUICK));
+  goals.push(...downloadGoals(downloads));
   if (upload) {
     goals.push({
       goal: `upload of a ${upload.size_mib} MiB firmware: server RSS flat within ±20 MiB`,
@@ -542,9 +548,9 @@ async function main(): Promise<void> {
       );
     fleethub = await startFleethub('fleethub');
     log(`fleethub: ${fleethub.url} (pid ${fleethub.child.pid})`);
-    if (!flag('no-floor')) {
-      floor = await startProcess(
-        'floor',
+    const startFloor = (name: string, env: Record<string, string> = {}) =>
+      startProcess(
+        name,
         process.execPath,
         [join(BUILD_DIR, 'bench/floor-server.js')],
         {
@@ -552,9 +558,12 @@ async function main(): Promise<void> {
           PORT: '0',
           HOST: '127.0.0.1',
           FLOOR_RATE_LIMIT_API_PER_MIN: String(RATE_LIMIT_API_PER_MIN),
+          ...env,
         },
         /floor listening on (http:\/\/[^\s]+)/,
       );
+    if (!flag('no-floor')) {
+      floor = await startFloor('floor');
       log(`floor:    ${floor.url} (pid ${floor.child.pid})`);
     }
 
@@ -594,6 +603,27 @@ async function main(): Promise<void> {
     if (!flag('no-upload') && (!ONLY || ONLY.includes('upload'))) {
       log(`scenario upload: ${UPLOAD_MIB} MiB signed .fw`);
       upload = await uploadScenario(fleethub, info);
+    }
+
+    let downloads: DownloadResults | null = null;
+    if (!flag('no-downloads') && (!ONLY || ONLY.includes('downloads'))) {
+      log(
+        `scenario downloads: ${DOWNLOAD_COUNT} concurrent downloads of a ${DOWNLOAD_MIB} MiB firmware, half resumed; floor, then a fresh fleethub`,
+      );
+      downloads = await downloadsScenario({
+        info,
+        db,
+        log,
+        startFleethub,
+        startFloor: (env) => startFloor('floor-downloads', env),
+        serverDataDir,
+        benchData: BENCH_DATA,
+        buildSignedFw,
+        signingKey: benchSigningKey().privateKey,
+        watchLoad: () => watchLoad(benchmarkRoots),
+        count: DOWNLOAD_COUNT,
+        sizeMib: DOWNLOAD_MIB,
+      });
     }
 
     let sockets: Report['device_sockets'] = null;
@@ -726,7 +756,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const goals = goalsOf(results, upload, sockets?.runs ?? [], deployments);
+    const goals = goalsOf(results, upload, sockets?.runs ?? [], deployments, downloads);
     const cpus = os.cpus();
     const report: Report = {
       generated_by: 'bench/bench.ts',
@@ -754,6 +784,7 @@ async function main(): Promise<void> {
       },
       scenarios: results,
       upload,
+      downloads,
       goals,
       device_sockets: sockets,
       deployments,

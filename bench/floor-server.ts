@@ -12,12 +12,22 @@
  * fleethub sends them together). Only what the benchmark sends is routed; anything else is a 404. Pool of 10, as
  * fleethub's.
  *
- * env: DATABASE_URL, PORT (default 0 = any), HOST (127.0.0.1), FLOOR_RATE_LIMIT_API_PER_MIN.
+ * Firmware downloads (the `downloads` scenario), as fleethub's FirmwareDownloads: the signed link checked with
+ * fleethub's signer (FLOOR_DOWNLOAD_LINK_KEY, the server's link key), the firmware's storage key read by id and
+ * uuid (one statement per download, as fleethub: the firmware may have been deleted), the file's size, the
+ * `Range` header with fleethub's parser, then the bytes with `fs.createReadStream` (206 + Content-Range for a range).
+ *
+ * env: DATABASE_URL, PORT (default 0 = any), HOST (127.0.0.1), FLOOR_RATE_LIMIT_API_PER_MIN,
+ * FLOOR_DOWNLOAD_LINK_KEY (hex; no downloads without it), FLOOR_FIRMWARE_DIR (fleethub's `<data dir>/firmware`).
  * Prints `floor listening on <url>`.
  */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { resolve, sep } from 'node:path';
 import { parse as parseQuery } from 'node:querystring';
+import { pipeline } from 'node:stream/promises';
 import { Pool, type QueryResultRow } from 'pg';
 import {
   ORG_AND_PRODUCT_ACCESS,
@@ -36,6 +46,8 @@ import { errorBody } from '../src/common/errors/error-body';
 import { ErrorCode } from '../src/common/errors/error-codes';
 import { paginationView, type RawQuery } from '../src/common/http/page-request';
 import { parseBigId } from '../src/common/values';
+import { parseRange } from '../src/gateway/byte-range';
+import { DOWNLOAD_PATH_PREFIX, DownloadLinkSigner, downloadPath } from '../src/gateway/download-links';
 import {
   deviceCountSql,
   deviceListSql,
@@ -215,6 +227,56 @@ async function route(req: http.IncomingMessage): Promise<Answer> {
   throw DomainError.notFound();
 }
 
+// ---- firmware downloads (src/gateway/firmware-downloads.ts) ----
+const linkKey = process.env.FLOOR_DOWNLOAD_LINK_KEY;
+const signer = linkKey ? new DownloadLinkSigner(Buffer.from(linkKey, 'hex'), '') : null;
+const firmwareDir = resolve(process.env.FLOOR_FIRMWARE_DIR ?? 'firmware');
+
+async function download(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://floor');
+  const [firmwareId, file] = url.pathname.slice(DOWNLOAD_PATH_PREFIX.length + 1).split('/');
+  const name = /^([0-9a-f-]{36})\.(?:fw|avm|bin)$/.exec(file ?? '');
+  if (!signer || req.method !== 'GET' || !/^\d{1,19}$/.test(firmwareId) || !name)
+    throw DomainError.notFound();
+  const path = downloadPath(firmwareId, file);
+  if (
+    !signer.verify(
+      path,
+      url.searchParams.get('expires') ?? undefined,
+      url.searchParams.get('signature') ?? undefined,
+    )
+  ) {
+    throw new DomainError(ErrorCode.INVALID_DOWNLOAD_LINK, 'invalid or expired download link');
+  }
+  const [row] = await rows<{ storage_key: string }>(
+    `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
+    [firmwareId, name[1]],
+  );
+  const filePath = row && resolve(firmwareDir, row.storage_key);
+  if (!filePath?.startsWith(firmwareDir + sep)) throw DomainError.notFound();
+  const size = (await stat(filePath).catch(() => null))?.size;
+  if (size === undefined) throw DomainError.notFound();
+  const range = parseRange(req.headers.range, size);
+  const headers: http.OutgoingHttpHeaders = {
+    'accept-ranges': 'bytes',
+    'content-type': 'application/octet-stream',
+    'cache-control': 'private, no-store',
+  };
+  if (range === 'unsatisfiable') {
+    res.writeHead(416, { ...headers, 'content-range': `bytes */${size}`, 'content-length': 0 }).end();
+    return;
+  }
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${size}`;
+  headers['content-length'] = range ? range.end - range.start + 1 : size;
+  res.writeHead(range ? 206 : 200, headers);
+  if (size === 0) {
+    res.end();
+    return;
+  }
+  // A device that goes away mid-download is normal.
+  await pipeline(createReadStream(filePath, range ?? {}), res).catch(() => undefined);
+}
+
 function reply(res: http.ServerResponse, [status, body, headers]: Answer): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
@@ -236,9 +298,12 @@ const settled = () => {
 const server = http.createServer((req, res) => {
   req.resume();
   inFlight += 1;
-  route(req).then(
+  const answer = req.url?.startsWith(`${DOWNLOAD_PATH_PREFIX}/`)
+    ? download(req, res).then(() => null)
+    : route(req);
+  answer.then(
     (answer) => {
-      reply(res, answer);
+      if (answer) reply(res, answer);
       settled();
     },
     (err: unknown) => {

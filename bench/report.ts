@@ -1,5 +1,6 @@
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
 import { type DeploymentResults, renderDeployments } from './deployments';
+import { type DownloadResults, renderDownloads } from './downloads';
 import type { LoadWindow } from './machine-load';
 import { describeSpread, type Goal, type SocketRun, socketFigures, type Spread } from './sockets';
 
@@ -75,6 +76,8 @@ export interface Report {
   };
   scenarios: ScenarioResult[];
   upload: (UploadRun & { warmup: UploadRun }) | null;
+  /** Issue #16's concurrent downloads; null: not run (--no-downloads, --only). */
+  downloads?: DownloadResults | null;
   goals: Goal[];
   /** null: not run (--no-sockets, --only). */
   device_sockets: { runs: SocketRun[] } | null;
@@ -195,6 +198,7 @@ export function renderMarkdown(r: Report): string {
     );
     lines.push('');
   }
+  if (r.downloads) renderDownloads(r.downloads, lines);
   lines.push('## Goals');
   lines.push('');
   lines.push('| Goal | Status | Measured |');
@@ -226,6 +230,7 @@ export function renderMarkdown(r: Report): string {
   lines.push(
     '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --socket-runs=N  --upload-mib=N  --no-write  --keep-db',
   );
+  lines.push('#          --only=downloads  --no-downloads  --download-count=N  --download-mib=N');
   lines.push(
     "#          (bench/README.md: details and findings; BENCH_SERVER_NODE_ARGS=... adds flags to the server's node)",
   );

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { computeMetaUuid } from '../src/firmware/fwup';
 import type { S3StorageConfig } from '../src/config/config';
 import { FirmwareFileRemover } from '../src/firmware/storage/firmware-file-remover';
@@ -197,6 +198,22 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
     expect(partial.status).toBe(206);
     expect(partial.headers.get('content-range')).toBe(`bytes 100-${bytes.length - 1}/${bytes.length}`);
     expect(Buffer.from(await partial.arrayBuffer())).toEqual(bytes.subarray(100));
+
+    // The store's own reads (what fleethub would stream itself): a range, and a reader that goes away early.
+    const [{ storage_key: key }] = await t.db.query<{ storage_key: string }[]>(
+      `SELECT storage_key FROM firmwares WHERE uuid = $1`,
+      [uuid],
+    );
+    const storage = t.app.get(FirmwareStorage);
+    const chunks: Buffer[] = [];
+    const sink = new PassThrough();
+    sink.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await (await storage.read(key, { start: 100, end: 199 })).sendTo(sink);
+    expect(Buffer.concat(chunks)).toEqual(bytes.subarray(100, 200));
+    const gone = new PassThrough({ highWaterMark: 16 });
+    const sending = (await storage.read(key)).sendTo(gone);
+    gone.destroy();
+    await expect(sending).resolves.toBeUndefined();
 
     // A bad fleethub signature is refused before any redirect.
     await t

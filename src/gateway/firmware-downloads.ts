@@ -1,34 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Readable } from 'node:stream';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
-import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { FirmwareStorage, type StoredBytes } from '../firmware/storage/firmware-storage';
+import { parseRange } from './byte-range';
 import { DownloadLinkSigner, downloadPath } from './download-links';
-
-export type ByteRange = { start: number; end: number };
-
-/**
- * Reads a `Range` header against a file of `size` bytes: null when there is none (or several ranges, which may
- * be ignored), a range clamped to the file, or 'unsatisfiable' (→ 416). Devices resume with `bytes=<n>-<size>`,
- * whose end is one past the last byte: ends are clamped.
- */
-export function parseRange(header: string | undefined, size: number): ByteRange | null | 'unsatisfiable' {
-  if (header === undefined) return null;
-  const match = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
-  if (!match) return /^\s*bytes\s*=.*,/i.test(header) ? null : 'unsatisfiable';
-  const [, first, last] = match;
-  if (first === '' && last === '') return 'unsatisfiable';
-  if (first === '') {
-    const suffix = Number(last);
-    if (suffix === 0 || size === 0) return 'unsatisfiable';
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(first);
-  const end = last === '' ? size - 1 : Math.min(Number(last), size - 1);
-  if (start >= size || end < start) return 'unsatisfiable';
-  return { start, end };
-}
 
 export const LINK_SIGNER = Symbol('LINK_SIGNER');
 
@@ -39,7 +15,7 @@ export interface FirmwareDownload {
   /** In the order they are sent. */
   headers: Record<string, string>;
   /** The bytes to send; null when the response has no body (416, HEAD, an empty file). */
-  body: Readable | null;
+  body: StoredBytes | null;
 }
 
 /** What a download request carries besides its path. */

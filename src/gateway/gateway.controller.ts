@@ -1,7 +1,6 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { pipeline } from 'node:stream/promises';
 import type { DeviceAccess } from '../common/auth/actor';
 import { CurrentAccess, Public, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
@@ -101,5 +100,5 @@ async function send(res: Response, download: FirmwareDownload): Promise<void> {
     res.end();
     return;
   }
-  await pipeline(download.body, res).catch(() => undefined);
+  await download.body.sendTo(res).catch(() => undefined);
 }

@@ -1,11 +1,20 @@
-import type { Readable } from 'node:stream';
+import type { Writable } from 'node:stream';
+
+/** Stored bytes on their way to one reader. */
+export interface StoredBytes {
+  /**
+   * Writes the bytes to `out` and ends it. Resolves when they are written or when `out` closed early; when reading
+   * fails, `out` is destroyed and the promise rejects.
+   */
+  sendTo(out: Writable): Promise<void>;
+}
 
 /** Where firmware files live: local disk (LocalDiskStorage) or an S3-compatible bucket (S3Storage). */
 export abstract class FirmwareStorage {
   /** Moves a finished temporary file into storage under `key`; the source is consumed (gone) either way. */
   abstract adopt(key: string, sourcePath: string): Promise<void>;
-  /** A stream of the stored bytes, optionally of one inclusive byte range. */
-  abstract read(key: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** The stored bytes, optionally of one inclusive byte range. */
+  abstract read(key: string, range?: { start: number; end: number }): Promise<StoredBytes>;
   abstract size(key: string): Promise<number>;
   /** Removes the file; no error when it is already gone. */
   abstract remove(key: string): Promise<void>;

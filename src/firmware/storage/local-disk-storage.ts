@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { access, constants, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import type { Readable } from 'node:stream';
-import { FirmwareStorage } from './firmware-storage';
+import { BufferPool, sendFileRange } from './file-sender';
+import { FirmwareStorage, type StoredBytes } from './firmware-storage';
+
+/**
+ * What every download of the process reads into and writes from: 64 KiB buffers (the size of a socket read, and
+ * fs streams' default), at most 256 in use (16 MiB) however many devices download at once; a download waits for
+ * one at most 5 s (docs/decisions.md, issue #16).
+ */
+const DOWNLOAD_BUFFERS = new BufferPool(64 * 1024, 256, 5_000);
 
 /** Files under `<data dir>/firmware/<key>`; uploads land in `<data dir>/firmware/.tmp` first. */
 export class LocalDiskStorage extends FirmwareStorage {
@@ -20,8 +26,9 @@ export class LocalDiskStorage extends FirmwareStorage {
     await rename(sourcePath, target);
   }
 
-  async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
-    return createReadStream(this.pathOf(key), range ? { start: range.start, end: range.end } : {});
+  async read(key: string, range?: { start: number; end: number }): Promise<StoredBytes> {
+    const path = this.pathOf(key);
+    return { sendTo: (out) => sendFileRange(path, range, out, DOWNLOAD_BUFFERS) };
   }
 
   async size(key: string): Promise<number> {

@@ -12,8 +12,9 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { S3StorageConfig } from '../../config/config';
-import { FirmwareStorage } from './firmware-storage';
+import { FirmwareStorage, type StoredBytes } from './firmware-storage';
 
 /** Multipart part size: at most QUEUE_SIZE parts of it are in memory per upload, whatever the file's size. */
 const PART_BYTES = 8 * 1024 * 1024;
@@ -81,7 +82,7 @@ export class S3Storage extends FirmwareStorage {
     }
   }
 
-  async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+  async read(key: string, range?: { start: number; end: number }): Promise<StoredBytes> {
     const object = await this.client.send(
       new GetObjectCommand({
         Bucket: this.settings.bucket,
@@ -89,7 +90,19 @@ export class S3Storage extends FirmwareStorage {
         Range: range ? `bytes=${range.start}-${range.end}` : undefined,
       }),
     );
-    return object.Body as Readable;
+    const body = object.Body as Readable;
+    return {
+      sendTo: async (out) => {
+        try {
+          await pipeline(body, out);
+        } catch (err) {
+          // The reader went away: not a failure of the store (the body is destroyed with it).
+          if ((err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE' && out.destroyed) return;
+          out.destroy();
+          throw err;
+        }
+      },
+    };
   }
 
   async size(key: string): Promise<number> {
