@@ -468,9 +468,10 @@ export class DeploymentGroupsRepository {
            JOIN deployment_releases r ON r.id = g.current_release_id
            JOIN firmwares f ON f.id = r.firmware_id
           WHERE g.id = ANY($2::bigint[])
-       ), inserted AS (
-         INSERT INTO deployment_group_members (device_id, deployment_group_id)
-         SELECT d.id, best.id
+       ), picked AS (
+         -- Every pick is made before the first insert: the anti-join below reads the table the insert fills,
+         -- and planned for a table that was empty, it would scan it again for each device as it grows.
+         SELECT array_agg(d.id ORDER BY d.id) AS ids, array_agg(best.id ORDER BY d.id) AS groups
            FROM devices d
            CROSS JOIN LATERAL (
              SELECT g.id FROM g
@@ -482,6 +483,9 @@ export class DeploymentGroupsRepository {
            ) best
           WHERE d.product_id = $1 AND d.firmware_platform IS NOT NULL AND ($3::bigint IS NULL OR d.id = $3)
             AND NOT EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = d.id)
+       ), inserted AS (
+         INSERT INTO deployment_group_members (device_id, deployment_group_id)
+         SELECT pick.id, pick.group_id FROM picked, unnest(picked.ids, picked.groups) AS pick(id, group_id)
          RETURNING 1
        )
        SELECT count(*)::int AS n FROM inserted`,
