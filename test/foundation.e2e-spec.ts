@@ -163,6 +163,64 @@ describe('foundation: auth, errors, organizations', () => {
     });
   });
 
+  describe('POST /api/users/login (deprecated alias of /api/users/auth)', () => {
+    it('exchanges email and password for a working token, answering as /auth does', async () => {
+      const ada = await t.fixtures.user({ password: 'correct horse battery' });
+      const res = await t
+        .http()
+        .post('/api/users/login')
+        .send({ email: ada.user.email, password: 'correct horse battery', note: 'old cli' })
+        .expect(200);
+      expect(res.body).toEqual({
+        data: {
+          username: ada.user.username,
+          email: ada.user.email,
+          name: ada.user.name,
+          token: expect.stringMatching(/^nhu_[0-9A-Za-z]{40,50}$/),
+        },
+      });
+      await t.http().get('/api/users/me').set('Authorization', `Bearer ${res.body.data.token}`).expect(200);
+      const tokens = await t.db.query("SELECT 1 FROM access_tokens WHERE user_id = $1 AND note = 'old cli'", [
+        ada.user.id,
+      ]);
+      expect(tokens).toHaveLength(1);
+    });
+
+    it('401 with the same body for a wrong password and an unknown email', async () => {
+      const ada = await t.fixtures.user({ password: 'correct horse battery' });
+      const wrong = await t
+        .http()
+        .post('/api/users/login')
+        .send({ email: ada.user.email, password: 'nope-nope' });
+      const unknown = await t
+        .http()
+        .post('/api/users/login')
+        .send({ email: 'nobody@example.com', password: 'whatever' });
+      expect([wrong.status, unknown.status]).toEqual([401, 401]);
+      expect(wrong.body).toEqual(UNAUTHORIZED);
+      expect(unknown.body).toEqual(UNAUTHORIZED);
+    });
+
+    it('bad input: 422 naming the fields, 400 for a body that is not JSON', async () => {
+      const res = await t.http().post('/api/users/login').send({ email: 5 }).expect(422);
+      expect(res.body).toEqual(fieldErrors({ email: ['must be a string'], password: ["can't be blank"] }));
+      await t
+        .http()
+        .post('/api/users/login')
+        .set('Content-Type', 'application/json')
+        .send('{"email":')
+        .expect(400, MALFORMED_JSON);
+    });
+
+    it('is documented as deprecated and public', async () => {
+      const res = await t.http().get('/api/openapi.json').expect(200);
+      const alias = res.body.paths['/api/users/login'].post;
+      expect(alias.deprecated).toBe(true);
+      expect(alias.security).toBeUndefined();
+      expect(res.body.paths['/api/users/auth'].post.deprecated).toBeUndefined();
+    });
+  });
+
   describe('organizations', () => {
     it('POST /api/orgs creates it with the caller as admin; GET lists it', async () => {
       const ada = await t.fixtures.user();

@@ -258,6 +258,8 @@ interface SchemaObject {
   properties?: Record<string, SchemaObject>;
   additionalProperties?: boolean | SchemaObject;
   allOf?: SchemaObject[];
+  anyOf?: SchemaObject[];
+  oneOf?: SchemaObject[];
 }
 interface OpenApiDoc {
   paths: Record<string, Record<string, OperationObject>>;
@@ -269,11 +271,18 @@ interface OperationObject {
   security?: unknown[];
 }
 
+/** The properties of a body schema; for a body of alternative forms (`anyOf`/`oneOf`), those of every form. */
+function bodyProperties(doc: OpenApiDoc, schema: SchemaObject | undefined): [string, SchemaObject][] {
+  const resolved = resolveRef(doc, schema);
+  const forms = resolved?.anyOf ?? resolved?.oneOf;
+  if (forms) return forms.flatMap((form) => bodyProperties(doc, form));
+  return Object.entries(resolved?.properties ?? {});
+}
+
 /** Field names of a request body schema, one level of nesting included (e.g. `product.name`). */
 function bodyFields(doc: OpenApiDoc, schema: SchemaObject | undefined): string[] {
-  const resolved = resolveRef(doc, schema);
   const fields: string[] = [];
-  for (const [name, property] of Object.entries(resolved?.properties ?? {})) {
+  for (const [name, property] of bodyProperties(doc, schema)) {
     fields.push(name);
     const inner = resolveRef(doc, property);
     for (const sub of Object.keys(inner?.properties ?? {})) fields.push(`${name}.${sub}`);
@@ -286,7 +295,7 @@ function freeFormFields(doc: OpenApiDoc, schema: SchemaObject | undefined): stri
   const isFreeForm = (property: SchemaObject | undefined) =>
     property?.type === 'object' && property.additionalProperties !== undefined && !property.properties;
   const fields: string[] = [];
-  for (const [name, property] of Object.entries(resolveRef(doc, schema)?.properties ?? {})) {
+  for (const [name, property] of bodyProperties(doc, schema)) {
     const inner = resolveRef(doc, property);
     if (isFreeForm(inner)) fields.push(name);
     for (const [sub, subProperty] of Object.entries(inner?.properties ?? {})) {

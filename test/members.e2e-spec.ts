@@ -34,6 +34,31 @@ describe('organization members', () => {
     );
   });
 
+  it('GET one member: {email, name, role}, found by its email in any case', async () => {
+    const { admin, base, org } = await setup();
+    const grace = await t.fixtures.user({ name: 'Grace Hopper' });
+    await t.fixtures.addMember(org, grace, 'manage');
+    const res = await t.http().get(`${base}/${grace.user.email.toUpperCase()}`).set(admin.auth).expect(200);
+    expect(res.body).toEqual({ data: { email: grace.user.email, name: 'Grace Hopper', role: 'manage' } });
+    await t
+      .http()
+      .get(`${base}/${admin.user.email}`)
+      .set(grace.auth)
+      .expect(200, { data: { email: admin.user.email, name: 'Admin', role: 'admin' } });
+  });
+
+  it('GET one member: 404 with the constant body for a registered non-member, an unknown email or junk', async () => {
+    const { admin, base } = await setup();
+    const stranger = await t.fixtures.user();
+    for (const email of [stranger.user.email, 'ghost@example.com', 'not an email', '%00', 'x'.repeat(400)]) {
+      await t
+        .http()
+        .get(`${base}/${encodeURIComponent(email)}`)
+        .set(admin.auth)
+        .expect(404, NOT_FOUND);
+    }
+  });
+
   it('every 422 of the contract', async () => {
     const { admin, base } = await setup();
     const member = await t.fixtures.user();
@@ -145,6 +170,7 @@ describe('organization members', () => {
       const target = await t.fixtures.user();
       await t.fixtures.addMember(org, member, role);
       await t.http().get(base).set(member.auth).expect(200);
+      await t.http().get(`${base}/${admin.user.email}`).set(member.auth).expect(200);
       await t
         .http()
         .post(base)
@@ -163,6 +189,8 @@ describe('organization members', () => {
     it('outsiders: 404 on every call', async () => {
       const outsider = await t.fixtures.user();
       await t.http().get(base).set(outsider.auth).expect(404, NOT_FOUND);
+      await t.http().get(`${base}/${admin.user.email}`).set(outsider.auth).expect(404, NOT_FOUND);
+      await t.http().get(`${base}/${outsider.user.email}`).set(outsider.auth).expect(404, NOT_FOUND);
       await t
         .http()
         .post(base)

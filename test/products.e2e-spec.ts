@@ -189,7 +189,28 @@ describe('products', () => {
     });
 
     it.each([
-      [{ allow_unsigned_atomvm_firmware: 'true' }, 'allow_unsigned_atomvm_firmware', 'must be true or false'],
+      [{ allow_unsigned_atomvm_firmware: 'yes' }, 'allow_unsigned_atomvm_firmware', 'must be true or false'],
+      [{ allow_unsigned_atomvm_firmware: 'TRUE' }, 'allow_unsigned_atomvm_firmware', 'must be true or false'],
+      [{ allow_unsigned_esp_idf_firmware: '1' }, 'allow_unsigned_esp_idf_firmware', 'must be true or false'],
+      [
+        { require_unique_firmware_version: ' false' },
+        'require_unique_firmware_version',
+        'must be true or false',
+      ],
+      [{ require_unique_firmware_version: '' }, 'require_unique_firmware_version', 'must be true or false'],
+      [
+        { product: { require_unique_firmware_version: 0 } },
+        'require_unique_firmware_version',
+        'must be true or false',
+      ],
+      [
+        { product: { allowed_update_tools: 'fwup' } },
+        'allowed_update_tools',
+        'must be an array of strings from: fwup, atomvm, esp-idf',
+      ],
+      [{ product: null }, 'product', 'must be a JSON object'],
+      [{ product: 'settings' }, 'product', 'must be a JSON object'],
+      [{ product: [] }, 'product', 'must be a JSON object'],
       [{ allow_unsigned_esp_idf_firmware: null }, 'allow_unsigned_esp_idf_firmware', 'must be true or false'],
       [{ require_unique_firmware_version: 1 }, 'require_unique_firmware_version', 'must be true or false'],
       [
@@ -216,6 +237,102 @@ describe('products', () => {
 
     it('404 for an unknown product', async () => {
       await t.http().patch(`/api/orgs/${org}/products/nope`).set(admin.auth).send({}).expect(404, NOT_FOUND);
+      await t
+        .http()
+        .put(`/api/orgs/${org}/products/nope`)
+        .set(admin.auth)
+        .send({ product: { require_unique_firmware_version: 'false' } })
+        .expect(404, NOT_FOUND);
+    });
+
+    describe("what NervesHub's clients send", () => {
+      const shown = async () =>
+        (await t.http().get(`/api/orgs/${org}/products/settings`).set(admin.auth).expect(200)).body;
+
+      it('the strings "true" and "false" set the boolean settings (PATCH and PUT)', async () => {
+        const on = await patch({
+          allow_unsigned_atomvm_firmware: 'true',
+          allow_unsigned_esp_idf_firmware: 'true',
+          require_unique_firmware_version: 'false',
+        }).expect(200);
+        expect(on.body.data).toEqual(
+          expect.objectContaining({
+            allow_unsigned_atomvm_firmware: true,
+            allow_unsigned_esp_idf_firmware: true,
+            require_unique_firmware_version: false,
+          }),
+        );
+        const off = await patch(
+          {
+            allow_unsigned_atomvm_firmware: 'false',
+            allow_unsigned_esp_idf_firmware: false,
+            require_unique_firmware_version: 'true',
+          },
+          'put',
+        ).expect(200);
+        expect(off.body.data).toEqual(
+          expect.objectContaining({
+            allow_unsigned_atomvm_firmware: false,
+            allow_unsigned_esp_idf_firmware: false,
+            require_unique_firmware_version: true,
+          }),
+        );
+        expect(await shown()).toEqual(off.body);
+      });
+
+      it.each(['patch', 'put'] as const)(
+        '%s: the {"product": {...}} envelope, with string booleans as the CLI sends them',
+        async (method) => {
+          const res = await patch(
+            {
+              product: {
+                allow_unsigned_esp_idf_firmware: 'true',
+                allowed_update_tools: ['fwup', 'esp-idf'],
+                require_unique_firmware_version: 'false',
+              },
+            },
+            method,
+          ).expect(200);
+          expect(res.body.data).toEqual({
+            name: 'settings',
+            allow_unsigned_atomvm_firmware: expect.any(Boolean),
+            allow_unsigned_esp_idf_firmware: true,
+            allowed_update_tools: ['fwup', 'esp-idf'],
+            require_unique_firmware_version: false,
+          });
+          expect(await shown()).toEqual(res.body);
+          const reset = await patch({ product: { allow_unsigned_esp_idf_firmware: false } }, method).expect(
+            200,
+          );
+          expect(reset.body.data.allow_unsigned_esp_idf_firmware).toBe(false);
+          const empty = await patch({ product: {} }, method).expect(200);
+          expect(empty.body).toEqual(reset.body);
+        },
+      );
+
+      it('inside the envelope a rename or an unknown field is refused, and so is any key beside it', async () => {
+        const before = await shown();
+        const inside = await patch({
+          product: { name: 'renamed', color: 'red', require_unique_firmware_version: 'false' },
+        }).expect(422);
+        expect(inside.body).toEqual(
+          fieldErrors({
+            name: ['cannot be changed: a product cannot be renamed'],
+            color: ['is not a product setting'],
+          }),
+        );
+        const beside = await patch(
+          { product: { require_unique_firmware_version: 'false' }, name: 'renamed', color: 'red' },
+          'put',
+        ).expect(422);
+        expect(beside.body).toEqual(
+          fieldErrors({
+            name: ['cannot be changed: a product cannot be renamed'],
+            color: ['is not a product setting'],
+          }),
+        );
+        expect(await shown()).toEqual(before);
+      });
     });
   });
 
@@ -272,6 +389,12 @@ describe('products', () => {
         .patch(`/api/orgs/${org}/products/roles-product`)
         .set(viewer.auth)
         .send({ require_unique_firmware_version: false })
+        .expect(403, NOT_FOUND);
+      await t
+        .http()
+        .put(`/api/orgs/${org}/products/roles-product`)
+        .set(viewer.auth)
+        .send({ product: { require_unique_firmware_version: 'false' } })
         .expect(403, NOT_FOUND);
       await t
         .http()

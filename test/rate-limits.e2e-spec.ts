@@ -46,6 +46,19 @@ describe('rate limits (rate_limit_buckets, shared by instances)', () => {
       .expect(200);
   });
 
+  it('login: the deprecated /api/users/login counts in the same per-account bucket as /api/users/auth', async () => {
+    const statuses: number[] = [];
+    for (const path of ['auth', 'login', 'auth', 'login']) {
+      const res = await t
+        .http()
+        .post(`/api/users/${path}`)
+        .send({ email: 'alias-victim@example.com', password: 'guess' });
+      statuses.push(res.status);
+      if (res.status === 429) expect429(res);
+    }
+    expect(statuses).toEqual([401, 401, 401, 429]);
+  });
+
   it('general API: per token, with the contract body and Retry-After', async () => {
     const other = await t.fixtures.user();
     for (let i = 0; i < 5; i++) await t.http().get('/api/users/me').set(ada.auth).expect(200);

@@ -70,6 +70,7 @@ describe('route table', () => {
     const publicRoutes = routes.filter((r) => r.isPublic).map((r) => `${r.controller}.${r.handler}`);
     expect(publicRoutes.sort()).toEqual([
       'AuthController.login',
+      'AuthController.loginDeprecated',
       // Devices download firmware from signed, expiring links (the link is the credential).
       'FirmwareDownloadController.download',
       'HealthController.alive',

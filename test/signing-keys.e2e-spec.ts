@@ -26,9 +26,32 @@ describe('signing keys', () => {
     expect(res.body).toEqual({ data: { name: 'release', key, inserted_at: expect.stringMatching(/Z$/) } });
     const list = await t.http().get(base).set(admin.auth).expect(200);
     expect(list.body).toEqual({ data: [res.body.data] });
+    await t.http().get(`${base}/release`).set(admin.auth).expect(200, res.body);
     await t.http().delete(`${base}/release`).set(admin.auth).expect(204);
     await t.http().delete(`${base}/release`).set(admin.auth).expect(404, NOT_FOUND);
     await t.http().get(base).set(admin.auth).expect(200, { data: [] });
+    await t.http().get(`${base}/release`).set(admin.auth).expect(404, NOT_FOUND);
+  });
+
+  it('GET one key: names match exactly; anything else is 404 with the constant body', async () => {
+    await t.http().post(base).set(admin.auth).send({ name: 'Exact', key: fwupPublicKey() }).expect(201);
+    await t.http().get(`${base}/Exact`).set(admin.auth).expect(200);
+    for (const name of ['exact', 'Exact ', 'missing', '%00', 'x'.repeat(300)]) {
+      await t
+        .http()
+        .get(`${base}/${encodeURIComponent(name)}`)
+        .set(admin.auth)
+        .expect(404, NOT_FOUND);
+    }
+  });
+
+  it('GET one key: a key of another organization of the same member is 404 there', async () => {
+    const owner = await t.fixtures.user();
+    const otherOrg = await t.fixtures.org(owner);
+    await t.fixtures.addMember(otherOrg, admin, 'admin');
+    await t.http().post(base).set(admin.auth).send({ name: 'mine', key: fwupPublicKey() }).expect(201);
+    await t.http().get(`${base}/mine`).set(admin.auth).expect(200);
+    await t.http().get(`/api/orgs/${otherOrg}/keys/mine`).set(admin.auth).expect(404, NOT_FOUND);
   });
 
   it.each([
@@ -62,7 +85,7 @@ describe('signing keys', () => {
     expect(blank.body).toEqual(fieldError('name', "can't be blank"));
   });
 
-  it('roles: view lists, manage cannot add or delete, outsiders 404', async () => {
+  it('roles: view lists and shows, manage cannot add or delete, outsiders 404', async () => {
     const [viewer, manager, outsider] = await Promise.all([
       t.fixtures.user(),
       t.fixtures.user(),
@@ -72,6 +95,7 @@ describe('signing keys', () => {
     await t.fixtures.addMember(org, manager, 'manage');
     await t.http().post(base).set(admin.auth).send({ name: 'roles', key: fwupPublicKey() }).expect(201);
     await t.http().get(base).set(viewer.auth).expect(200);
+    await t.http().get(`${base}/roles`).set(viewer.auth).expect(200);
     await t
       .http()
       .post(base)
@@ -80,5 +104,6 @@ describe('signing keys', () => {
       .expect(403, NOT_FOUND);
     await t.http().delete(`${base}/roles`).set(manager.auth).expect(403, NOT_FOUND);
     await t.http().get(base).set(outsider.auth).expect(404, NOT_FOUND);
+    await t.http().get(`${base}/roles`).set(outsider.auth).expect(404, NOT_FOUND);
   });
 });

@@ -24,4 +24,20 @@ export class AuthController {
   login(@Body() body: LoginDto, @Ip() ip: string) {
     return this.auth.login(body, ip);
   }
+
+  @Post('login')
+  @Public()
+  @ApiOperationDoc({
+    summary: 'Exchange an email and password for a new personal access token (deprecated alias)',
+    description:
+      "NervesHub's older name for `POST /api/users/auth`: the same body, answers and rate limit. Use `/api/users/auth`.",
+    data: LoginResultView,
+    isPublic: true,
+    errors: [400, 401, 413, 422, 429],
+    deprecated: true,
+  })
+  @HttpCode(200)
+  loginDeprecated(@Body() body: LoginDto, @Ip() ip: string) {
+    return this.auth.login(body, ip);
+  }
 }

@@ -38,6 +38,18 @@ export class MembersController {
     return this.members.list(access);
   }
 
+  @Get(':email')
+  @Route('members.show')
+  @ApiParam({ name: 'email', description: "The member's email (any case)" })
+  @ApiOperationDoc({
+    summary: 'Show one member and its role',
+    description: 'As NervesHub. A user who is not a member of this organization answers 404.',
+    data: MemberView,
+  })
+  show(@CurrentAccess() access: OrgAccess, @Param('email') email: string) {
+    return this.members.show(access, email);
+  }
+
   @Put(':email')
   @Route('members.update')
   @ApiParam({ name: 'email', description: "The member's email" })

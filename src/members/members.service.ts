@@ -27,6 +27,12 @@ export class MembersService {
     return { data: await this.memberships.listMembers(access.orgId) };
   }
 
+  async show(access: OrgAccess, email: string): Promise<{ data: MemberView }> {
+    const member = await this.memberships.findMember(access.orgId, normaliseEmail(email));
+    if (!member) throw DomainError.notFound();
+    return { data: member };
+  }
+
   async add(access: OrgAccess, email: string, role: Role): Promise<{ data: MemberView }> {
     return { data: await this.insert(access.orgId, email, role, access.actor) };
   }

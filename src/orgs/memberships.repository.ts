@@ -54,6 +54,16 @@ export class MembershipsRepository {
     );
   }
 
+  /** The member with this (normalised) email, or null. */
+  async findMember(orgId: string, email: string): Promise<MemberRow | null> {
+    const rows: MemberRow[] = await this.db.query(
+      `SELECT u.email, u.name, m.role FROM org_memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.org_id = $1 AND u.email = $2`,
+      [orgId, email],
+    );
+    return rows[0] ?? null;
+  }
+
   /** The user id of the member with this (normalised) email, or null. */
   async findMemberUserId(orgId: string, email: string): Promise<string | null> {
     const rows: { user_id: string }[] = await this.db.query(

@@ -1,11 +1,34 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Put, HttpCode } from '@nestjs/common';
 import { SetsLocation } from '../common/http/created';
-import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiParam, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { CreateProductDto, CreateProductWrappedDto, ProductView, UpdateProductDto } from './dto/product.dto';
+import {
+  CreateProductDto,
+  CreateProductWrappedDto,
+  ProductView,
+  UpdateProductDto,
+  UpdateProductWrappedDto,
+} from './dto/product.dto';
 import { ProductsService } from './products.service';
+
+const UPDATE_BODY = {
+  description:
+    'The settings to change, top-level or wrapped in `{"product": {...}}` (NervesHub\'s envelope, what its CLI ' +
+    'sends). Booleans may be JSON booleans or the strings `"true"`/`"false"`. Keys beside the envelope are refused ' +
+    'like unknown fields.',
+  schema: {
+    anyOf: [{ $ref: getSchemaPath(UpdateProductDto) }, { $ref: getSchemaPath(UpdateProductWrappedDto) }],
+  },
+  examples: {
+    topLevel: {
+      value: { allowed_update_tools: ['fwup', 'esp-idf'], allow_unsigned_esp_idf_firmware: false },
+    },
+    wrapped: { value: { product: { require_unique_firmware_version: false } } },
+    fromTheNervesHubCli: { value: { product: { allow_unsigned_atomvm_firmware: 'true' } } },
+  },
+};
 
 const UPDATE_DOC = {
   summary: "Change a product's settings",
@@ -18,6 +41,7 @@ const UPDATE_DOC = {
 };
 
 @ApiTags('Products')
+@ApiExtraModels(UpdateProductDto, UpdateProductWrappedDto)
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @Controller('api/orgs/:org_name/products')
 export class ProductsController {
@@ -70,6 +94,7 @@ export class ProductsController {
   @Patch(':product_name')
   @Route('products.update')
   @ApiParam({ name: 'product_name' })
+  @ApiBody(UPDATE_BODY)
   @ApiOperationDoc(UPDATE_DOC)
   update(
     @CurrentAccess() access: OrgAccess,
@@ -82,6 +107,7 @@ export class ProductsController {
   @Put(':product_name')
   @Route('products.update')
   @ApiParam({ name: 'product_name' })
+  @ApiBody(UPDATE_BODY)
   @ApiOperationDoc({ ...UPDATE_DOC, summary: "Change a product's settings (PUT alias of PATCH)" })
   replace(
     @CurrentAccess() access: OrgAccess,

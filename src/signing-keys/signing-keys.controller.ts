@@ -39,6 +39,14 @@ export class SigningKeysController {
     return this.keys.list(access);
   }
 
+  @Get(':name')
+  @Route('keys.show')
+  @ApiParam({ name: 'name', description: 'Key name' })
+  @ApiOperationDoc({ summary: 'Show one signing key', description: 'As NervesHub.', data: SigningKeyView })
+  show(@CurrentAccess() access: OrgAccess, @Param('name') name: string) {
+    return this.keys.show(access, name);
+  }
+
   @Delete(':name')
   @Route('keys.delete')
   @ApiParam({ name: 'name', description: 'Key name' })

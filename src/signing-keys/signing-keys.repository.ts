@@ -14,6 +14,11 @@ export class SigningKeysRepository {
     return this.db.getRepository(SigningKey).find({ where: { orgId }, order: { name: 'ASC' } });
   }
 
+  /** The organization's key with this name, or null. */
+  findByName(orgId: string, name: string): Promise<SigningKey | null> {
+    return this.db.getRepository(SigningKey).findOneBy({ orgId, name });
+  }
+
   /** The organization's keys in the order they were added (signature checks). */
   listForOrg(orgId: string): Promise<SigningKey[]> {
     return this.db.getRepository(SigningKey).find({ where: { orgId }, order: { id: 'ASC' } });

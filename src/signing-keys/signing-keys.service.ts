@@ -46,6 +46,12 @@ export class SigningKeysService {
     return { data: keys.map(view) };
   }
 
+  async show(access: OrgAccess, name: string): Promise<{ data: SigningKeyView }> {
+    const key = await this.keys.findByName(access.orgId, name);
+    if (!key) throw DomainError.notFound();
+    return { data: view(key) };
+  }
+
   async remove(access: OrgAccess, name: string): Promise<void> {
     await this.transactions.run(async (tx) => {
       if (!(await this.keys.deleteByName(access.orgId, name, tx))) throw DomainError.notFound();

@@ -20,6 +20,7 @@ export const ROUTE_POLICIES = {
   'audit.export': { scope: 'org', role: 'admin' },
 
   'members.list': { scope: 'org', role: 'view' },
+  'members.show': { scope: 'org', role: 'view' },
   'members.add': { scope: 'org', role: 'admin' },
   'members.update': { scope: 'org', role: 'admin' },
   'members.remove': { scope: 'org', role: 'admin' },
@@ -54,6 +55,7 @@ export const ROUTE_POLICIES = {
 
   'keys.create': { scope: 'org', role: 'admin' },
   'keys.list': { scope: 'org', role: 'view' },
+  'keys.show': { scope: 'org', role: 'view' },
   'keys.delete': { scope: 'org', role: 'admin' },
 
   'sharedSecrets.create': { scope: 'org', role: 'admin' },

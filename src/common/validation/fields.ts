@@ -70,13 +70,35 @@ export function StringField(options: StringFieldOptions = {}): PropertyDecorator
   );
 }
 
+const checkBoolean: Check = (value) =>
+  value === undefined || typeof value === 'boolean' ? null : 'must be true or false';
+
 /** A JSON boolean (strings such as "true" are refused; so is null). */
 export function BooleanField(doc: ApiPropertyOptions = {}): PropertyDecorator {
   return applyDecorators(
-    Checked('booleanField', (value) =>
-      value === undefined || typeof value === 'boolean' ? null : 'must be true or false',
-    ),
+    Checked('booleanField', checkBoolean),
     ApiProperty({ type: Boolean, required: false, ...doc } as ApiPropertyOptions),
+  );
+}
+
+const BOOLEAN_STRINGS: Readonly<Record<string, boolean>> = { true: true, false: false };
+
+/**
+ * A JSON boolean, or exactly the string "true" or "false" read as that boolean (NervesHub casts such strings,
+ * and its CLI sends every value as one). Anything else, "1", "yes", "TRUE" and null included, is refused.
+ */
+export function StringCastBooleanField(doc: ApiPropertyOptions = {}): PropertyDecorator {
+  return applyDecorators(
+    Transform(({ value }: { value: unknown }) =>
+      typeof value === 'string' && Object.hasOwn(BOOLEAN_STRINGS, value) ? BOOLEAN_STRINGS[value] : value,
+    ),
+    Checked('booleanField', checkBoolean),
+    ApiProperty({
+      oneOf: [{ type: 'boolean' }, { type: 'string', enum: Object.keys(BOOLEAN_STRINGS) }],
+      required: false,
+      description: 'A JSON boolean; the strings "true" and "false" are read as one',
+      ...doc,
+    } as ApiPropertyOptions),
   );
 }
 

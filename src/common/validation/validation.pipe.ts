@@ -5,12 +5,15 @@ import { DomainError, type FieldErrors } from '../errors/domain-error';
  * Optional hooks a body DTO class can declare:
  * - `unwrapKey`: a body `{[unwrapKey]: {...}}` is read as its inner object (NervesHub wraps some bodies).
  * - `unknownFieldMessage`: any key without a validator is an error (named with this message) instead of
- *   being ignored.
+ *   being ignored. With `unwrapKey` too, keys beside the envelope are such errors as well, and an envelope
+ *   that is not an object is one.
  */
 export interface BodyDtoHooks {
   unwrapKey?: string;
   unknownFieldMessage?: (field: string) => string;
 }
+
+const ENVELOPE_NOT_AN_OBJECT = 'must be a JSON object';
 
 function flatten(errors: ValidationError[], prefix = '', out: FieldErrors = {}): FieldErrors {
   for (const error of errors) {
@@ -48,25 +51,34 @@ export class ContractValidationPipe extends ValidationPipe {
       let body = value === undefined ? {} : value;
       if (!isPlainObject(body)) throw DomainError.badRequest('request body must be a JSON object');
       const hooks = metadata.metatype as BodyDtoHooks & { prototype: object };
-      if (hooks.unwrapKey && isPlainObject(body[hooks.unwrapKey])) body = body[hooks.unwrapKey] as object;
-      if (hooks.unknownFieldMessage)
-        this.rejectUnknownFields(body as Record<string, unknown>, hooks, metadata);
+      if (hooks.unknownFieldMessage) body = this.strictBody(body, hooks, metadata);
+      else if (hooks.unwrapKey && isPlainObject(body[hooks.unwrapKey]))
+        body = body[hooks.unwrapKey] as object;
       value = body;
     }
     return super.transform(value, metadata);
   }
 
-  private rejectUnknownFields(
+  /** The body (unwrapped from its envelope if it has one), or a 422 naming every key the DTO does not know. */
+  private strictBody(
     body: Record<string, unknown>,
     hooks: BodyDtoHooks,
     metadata: ArgumentMetadata,
-  ): void {
-    const known = new Set(knownProperties(metadata.metatype!));
-    const unknown = Object.keys(body).filter((key) => !known.has(key));
-    if (unknown.length === 0) return;
+  ): Record<string, unknown> {
     const fields: FieldErrors = {};
-    for (const key of unknown) fields[key] = [hooks.unknownFieldMessage!(key)];
-    throw DomainError.invalid(fields);
+    let inner = body;
+    if (hooks.unwrapKey && Object.hasOwn(body, hooks.unwrapKey)) {
+      const { [hooks.unwrapKey]: envelope, ...beside } = body;
+      inner = isPlainObject(envelope) ? envelope : {};
+      if (!isPlainObject(envelope)) fields[hooks.unwrapKey] = [ENVELOPE_NOT_AN_OBJECT];
+      for (const key of Object.keys(beside)) fields[key] = [hooks.unknownFieldMessage!(key)];
+    }
+    const known = new Set(knownProperties(metadata.metatype!));
+    for (const key of Object.keys(inner)) {
+      if (!known.has(key)) fields[key] = [hooks.unknownFieldMessage!(key)];
+    }
+    if (Object.keys(fields).length > 0) throw DomainError.invalid(fields);
+    return inner;
   }
 }
 

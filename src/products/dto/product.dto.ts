@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { BooleanField, CustomField, StringField } from '../../common/validation/fields';
+import { CustomField, StringCastBooleanField, StringField } from '../../common/validation/fields';
 import { UPDATE_TOOLS, type UpdateTool } from '../product.entity';
 
 export class CreateProductDto {
@@ -31,22 +31,30 @@ export function checkUpdateTools(value: unknown): string | null {
 }
 
 export class UpdateProductDto {
-  /** Any other field, `name` included, is refused with a message naming it. */
+  /** NervesHub's envelope `{"product": {...}}` is read as its content (what NervesHub's CLI sends). */
+  static readonly unwrapKey = 'product';
+
+  /** Any other field, `name` included (beside the envelope too), is refused with a message naming it. */
   static readonly unknownFieldMessage = (field: string) =>
     field === 'name' ? 'cannot be changed: a product cannot be renamed' : 'is not a product setting';
 
-  @BooleanField({ example: false })
+  @StringCastBooleanField({ example: false })
   allow_unsigned_atomvm_firmware?: boolean;
 
-  @BooleanField({ example: false })
+  @StringCastBooleanField({ example: false })
   allow_unsigned_esp_idf_firmware?: boolean;
 
   @CustomField('updateTools', checkUpdateTools)
   @ApiProperty({ enum: UPDATE_TOOLS, isArray: true, required: false, example: ['fwup'] })
   allowed_update_tools?: UpdateTool[];
 
-  @BooleanField({ example: true })
+  @StringCastBooleanField({ example: true })
   require_unique_firmware_version?: boolean;
+}
+
+/** Documents NervesHub's envelope of the update body; the top-level form is accepted too. */
+export class UpdateProductWrappedDto {
+  @ApiProperty({ type: UpdateProductDto }) product: UpdateProductDto;
 }
 
 export class ProductView {
