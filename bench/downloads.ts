@@ -12,7 +12,7 @@ import { createHash, type KeyObject, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import http from 'node:http';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import autocannon from 'autocannon';
 import type { Client } from 'pg';
@@ -336,7 +336,8 @@ export async function downloadsScenario(o: DownloadsOptions): Promise<DownloadRe
     const keys = new ServerKeyService({ secretKey: null, dataDir: o.serverDataDir });
     await keys.load();
     const linkKey = keys.subkey('sign-download-urls');
-    const link = new DownloadLinkSigner(linkKey, '').url(row.id, basename(row.storage_key));
+    // The file name is the firmware's uuid and its tool's extension (the storage key has a random part of its own).
+    const link = new DownloadLinkSigner(linkKey, '').url(row.id, `${uuid}.fw`);
     floor = await o.startFloor({
       FLOOR_DOWNLOAD_LINK_KEY: linkKey.toString('hex'),
       FLOOR_FIRMWARE_DIR: join(o.serverDataDir, 'firmware'),
