@@ -2,58 +2,36 @@ import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 
 /**
- * Equal buffers shared by every download of the process, at most `capacity` of them lent at once. A download
- * holds one while its file read and its socket write are in progress, so memory stays `capacity × size` however
- * many devices download together (a stream per download reads ahead and allocates a new buffer per read: about
- * 180 KiB per download at 1,000 at once, docs/decisions.md). A download that waited `maxWaitMs` for a buffer gets a
- * buffer of its own instead (collected as garbage after use): devices that stop reading without closing hold
- * their buffer until their socket closes, and must not stop everyone else.
+ * Equal buffers shared by the downloads of the process, at most `capacity` of them lent at once. A download
+ * holds one while its file read and its socket write are in progress, and gives it back for the next download:
+ * no garbage per chunk and no read-ahead (a stream per download reads ahead and allocates a new buffer per read:
+ * about 180 KiB per download at 1,000 at once, docs/decisions.md). When all are lent, a download goes on at once
+ * with a buffer of its own (`sendFileRange`): slow readers (devices on a cellular link hold their buffer while the
+ * kernel drains their socket) must never make another download wait.
  */
 export class BufferPool {
   private readonly free: Buffer[] = [];
   private lent = 0;
-  private readonly waiting: { take: (buffer: Buffer) => void; timer: NodeJS.Timeout }[] = [];
-  private readonly unpooled = new WeakSet<Buffer>();
 
   constructor(
     readonly size: number,
     readonly capacity: number,
-    private readonly maxWaitMs: number,
   ) {}
 
-  /** Buffers lent now (unpooled ones not counted). */
+  /** Buffers lent now. */
   get inUse(): number {
     return this.lent;
   }
 
-  acquire(): Promise<Buffer> {
-    if (this.lent < this.capacity) {
-      this.lent += 1;
-      return Promise.resolve(this.free.pop() ?? Buffer.allocUnsafeSlow(this.size));
-    }
-    return new Promise((resolve) => {
-      const waiter = {
-        take: resolve,
-        timer: setTimeout(() => {
-          this.waiting.splice(this.waiting.indexOf(waiter), 1);
-          const own = Buffer.allocUnsafeSlow(this.size);
-          this.unpooled.add(own);
-          resolve(own);
-        }, this.maxWaitMs),
-      };
-      this.waiting.push(waiter);
-    });
+  /** A buffer of the pool, or null when all `capacity` are lent. */
+  take(): Buffer | null {
+    if (this.lent >= this.capacity) return null;
+    this.lent += 1;
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.size);
   }
 
   /** Gives a buffer back; the caller must no longer use it (nor may anything it was handed to). */
   release(buffer: Buffer): void {
-    if (this.unpooled.has(buffer)) return;
-    const next = this.waiting.shift();
-    if (next) {
-      clearTimeout(next.timer);
-      next.take(buffer);
-      return;
-    }
     this.lent -= 1;
     this.free.push(buffer);
   }
@@ -91,9 +69,13 @@ export async function sendFileRange(
   try {
     let position = range?.start ?? 0;
     const end = range?.end ?? (await file.stat()).size - 1;
+    // Once the pool was empty, the download keeps a buffer of its own to the end (64 KiB per such download,
+    // never more, and no garbage per chunk).
+    let own: Buffer | null = null;
     while (position <= end) {
       if (out.destroyed) return;
-      const buffer = await pool.acquire();
+      const pooled = own ? null : pool.take();
+      const buffer = pooled ?? (own ??= Buffer.allocUnsafeSlow(pool.size));
       try {
         const { bytesRead } = await file.read(
           buffer,
@@ -105,7 +87,7 @@ export async function sendFileRange(
         position += bytesRead;
         await written(out, bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
       } finally {
-        pool.release(buffer);
+        if (pooled) pool.release(pooled);
       }
     }
     if (!out.destroyed) out.end();

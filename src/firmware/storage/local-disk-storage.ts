@@ -5,11 +5,10 @@ import { BufferPool, sendFileRange } from './file-sender';
 import { FirmwareStorage, type StoredBytes } from './firmware-storage';
 
 /**
- * What every download of the process reads into and writes from: 64 KiB buffers (the size of a socket read, and
- * fs streams' default), at most 256 in use (16 MiB) however many devices download at once; a download waits for
- * one at most 5 s (docs/decisions.md, issue #16).
+ * What downloads read into and write from: 64 KiB buffers (the size of a socket read, and fs streams' default),
+ * 256 of them (16 MiB) shared; a download that finds them all lent uses one of its own (docs/decisions.md).
  */
-const DOWNLOAD_BUFFERS = new BufferPool(64 * 1024, 256, 5_000);
+const DOWNLOAD_BUFFERS = new BufferPool(64 * 1024, 256);
 
 /** Files under `<data dir>/firmware/<key>`; uploads land in `<data dir>/firmware/.tmp` first. */
 export class LocalDiskStorage extends FirmwareStorage {
