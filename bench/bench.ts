@@ -24,6 +24,7 @@ import {
   type Report,
   type ScenarioResult,
   type UploadRun,
+  summarise,
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
@@ -127,23 +128,6 @@ function cannon(
       },
     ],
   });
-}
-
-function summarise(result: autocannon.Result, cpu: number): Measurement {
-  return {
-    requests_per_s: Math.round(result.requests.average),
-    requests_total: result.requests.total,
-    latency_ms: {
-      p50: result.latency.p50,
-      p90: result.latency.p90,
-      p99: result.latency.p99,
-      max: result.latency.max,
-      mean: Number(result.latency.average.toFixed(2)),
-    },
-    errors: result.errors + result.timeouts,
-    non_2xx: result.non2xx,
-    server_cpu_percent: cpu,
-  };
 }
 
 async function measure(

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import type { Client } from 'pg';
 import type { buildSignedFw } from './fw';
-import type { Measurement } from './report';
+import { type Measurement, summarise } from './report';
 import { type RolloutResults, rolloutScenario } from './rollout';
 import type { Log, SeedInfo } from './seed';
 import { dropSocketProduct, type Goal } from './sockets';
@@ -330,20 +330,7 @@ function startList(server: Started, path: string, token: string, connections: nu
       instance.stop();
       const r = await done;
       if (r.requests.total === 0) return null;
-      return {
-        requests_per_s: Math.round(r.requests.average),
-        requests_total: r.requests.total,
-        latency_ms: {
-          p50: r.latency.p50,
-          p90: r.latency.p90,
-          p99: r.latency.p99,
-          max: r.latency.max,
-          mean: Number(r.latency.average.toFixed(2)),
-        },
-        errors: r.errors + r.timeouts,
-        non_2xx: r.non2xx,
-        server_cpu_percent: 0,
-      };
+      return summarise(r, 0);
     },
   };
 }

@@ -1,3 +1,4 @@
+import type autocannon from 'autocannon';
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
 import { type DeploymentResults, renderDeployments } from './deployments';
 import { type DownloadResults, renderDownloads } from './downloads';
@@ -15,6 +16,24 @@ export interface Measurement {
   server_cpu_percent: number;
   /** What else the machine did during the run. */
   machine?: LoadWindow;
+}
+
+/** autocannon's result as the report shows it; `cpu`: the server's CPU share meanwhile. */
+export function summarise(result: autocannon.Result, cpu: number): Measurement {
+  return {
+    requests_per_s: Math.round(result.requests.average),
+    requests_total: result.requests.total,
+    latency_ms: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: Number(result.latency.average.toFixed(2)),
+    },
+    errors: result.errors + result.timeouts,
+    non_2xx: result.non2xx,
+    server_cpu_percent: cpu,
+  };
 }
 
 /** The answers checked before measuring. */
