@@ -2,10 +2,28 @@ import type { QueryResultRow } from 'pg';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { readRows } from '../database/read-rows';
+import { PreparedStatement, readRows } from '../database/read-rows';
 import type { Queryable } from '../database/transactions';
 import type { QueueManagement, TagOperator } from './deployment-group.entity';
 import { parseVersionRequirement, versionRequirementSql } from './version-requirement';
+
+/** A device's membership inputs, read on every join of a device with a group (prepared once per connection). */
+const MEMBERSHIP_STATE = new PreparedStatement(
+  `SELECT d.id, d.product_id, m.deployment_group_id, d.tags, d.firmware_platform,
+          d.firmware_metadata->>'architecture' AS firmware_architecture, d.firmware_version,
+          COALESCE((
+            SELECT json_agg(json_build_object(
+                     'id', g.id::text, 'is_active', g.is_active,
+                     'lock_device_membership', g.lock_device_membership, 'platform', g.platform,
+                     'architecture', g.architecture, 'conditions_version', g.conditions_version,
+                     'conditions_tags', g.conditions_tags, 'conditions_tag_operator', g.conditions_tag_operator,
+                     'version_sort_key', f.version_sort_key))
+              FROM deployment_groups g
+              JOIN deployment_releases r ON r.id = g.current_release_id
+              JOIN firmwares f ON f.id = r.firmware_id
+             WHERE g.product_id = d.product_id), '[]'::json) AS groups
+     FROM devices d LEFT JOIN deployment_group_members m ON m.device_id = d.id WHERE d.id = $1`,
+);
 
 /** A deployment group with its current release's firmware and its live counts, as the API shows it. */
 export interface DeploymentGroupRow {
@@ -341,24 +359,7 @@ export class DeploymentGroupsRepository {
    */
   /** The device's membership inputs and the groups of its product, in one read. */
   async findMembershipState(deviceId: string): Promise<MembershipState | null> {
-    const rows = await readRows<MembershipState>(
-      this.db,
-      `SELECT d.id, d.product_id, m.deployment_group_id, d.tags, d.firmware_platform,
-              d.firmware_metadata->>'architecture' AS firmware_architecture, d.firmware_version,
-              COALESCE((
-                SELECT json_agg(json_build_object(
-                         'id', g.id::text, 'is_active', g.is_active,
-                         'lock_device_membership', g.lock_device_membership, 'platform', g.platform,
-                         'architecture', g.architecture, 'conditions_version', g.conditions_version,
-                         'conditions_tags', g.conditions_tags, 'conditions_tag_operator', g.conditions_tag_operator,
-                         'version_sort_key', f.version_sort_key))
-                  FROM deployment_groups g
-                  JOIN deployment_releases r ON r.id = g.current_release_id
-                  JOIN firmwares f ON f.id = r.firmware_id
-                 WHERE g.product_id = d.product_id), '[]'::json) AS groups
-         FROM devices d LEFT JOIN deployment_group_members m ON m.device_id = d.id WHERE d.id = $1`,
-      [deviceId],
-    );
+    const rows = await readRows<MembershipState>(this.db, MEMBERSHIP_STATE, [deviceId]);
     return rows[0] ?? null;
   }
 

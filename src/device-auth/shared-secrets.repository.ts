@@ -1,8 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { PreparedStatement, readRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
 import { DeviceSharedSecret, ProductSharedSecret } from './shared-secret.entity';
+
+// Read on every device connection (prepared once per pool connection).
+const FIND_ACTIVE_PRODUCT_KEY = new PreparedStatement(
+  `SELECT s.secret_encrypted, p.id AS product_id, p.org_id, d.id AS claimed_id, d.product_id AS claimed_product_id
+     FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
+     LEFT JOIN devices d ON d.identifier = $2
+    WHERE s.key = $1 AND s.deactivated_at IS NULL`,
+);
+const FIND_ACTIVE_DEVICE_KEY = new PreparedStatement(
+  `SELECT s.secret_encrypted, d.id AS device_id, d.identifier, d.product_id, d.org_id
+     FROM device_shared_secrets s JOIN devices d ON d.id = s.device_id
+    WHERE s.key = $1 AND s.deactivated_at IS NULL`,
+);
 
 export type SecretRow = ProductSharedSecret | DeviceSharedSecret;
 
@@ -62,24 +76,13 @@ export class SharedSecretsRepository {
 
   /** The active product key with its product, and the device holding `claimed` (any product), or null. */
   async findActiveProductKey(key: string, claimed: string | null): Promise<ProductKeyRow | null> {
-    const rows: ProductKeyRow[] = await this.db.query(
-      `SELECT s.secret_encrypted, p.id AS product_id, p.org_id, d.id AS claimed_id, d.product_id AS claimed_product_id
-         FROM product_shared_secrets s JOIN products p ON p.id = s.product_id
-         LEFT JOIN devices d ON d.identifier = $2
-        WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-      [key, claimed],
-    );
+    const rows = await readRows<ProductKeyRow>(this.db, FIND_ACTIVE_PRODUCT_KEY, [key, claimed]);
     return rows[0] ?? null;
   }
 
   /** The active device key with its device, or null. */
   async findActiveDeviceKey(key: string): Promise<DeviceKeyRow | null> {
-    const rows: DeviceKeyRow[] = await this.db.query(
-      `SELECT s.secret_encrypted, d.id AS device_id, d.identifier, d.product_id, d.org_id
-         FROM device_shared_secrets s JOIN devices d ON d.id = s.device_id
-        WHERE s.key = $1 AND s.deactivated_at IS NULL`,
-      [key],
-    );
+    const rows = await readRows<DeviceKeyRow>(this.db, FIND_ACTIVE_DEVICE_KEY, [key]);
     return rows[0] ?? null;
   }
 }

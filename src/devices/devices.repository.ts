@@ -1,13 +1,42 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { readRows } from '../database/read-rows';
+import { PreparedStatement, readRows, writeRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
 import { semverSortKey } from '../firmware/fwup/semver-sort-key';
 import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from '../firmware/pending-update-view';
 import { deviceCountSql, type DeviceListQuery, deviceListSql, devicePageSql } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow } from './device-view';
 import { Device, type FirmwareMetadata } from './device.entity';
+
+// The device path's writes: once per device connection and update (prepared once per pool connection).
+const RECORD_JOIN = new PreparedStatement(
+  `WITH joined AS (
+      UPDATE devices SET
+        firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
+        firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
+        firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
+        firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
+        connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
+        connected_at = now()
+      WHERE id = $1 RETURNING id, product_id
+    )
+    SELECT CASE WHEN $8::boolean
+          THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
+        (EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = joined.id) OR EXISTS (
+           SELECT 1 FROM deployment_groups g
+            WHERE g.product_id = joined.product_id AND g.is_active AND NOT g.lock_device_membership
+        )) AS membership_check,
+        ${PENDING_UPDATE_COLUMNS}
+      FROM joined
+      LEFT JOIN pending_updates pu ON pu.device_id = joined.id
+      LEFT JOIN firmwares f ON f.id = pu.firmware_id
+      LEFT JOIN products p ON p.id = f.product_id`,
+);
+const CLEAR_UPDATE_ATTEMPTS = new PreparedStatement(
+  `UPDATE devices SET update_attempts = '{}', updates_blocked_until = NULL
+    WHERE id = $1 AND (cardinality(update_attempts) > 0 OR updates_blocked_until IS NOT NULL)`,
+);
 
 /** What a `device` channel join answers with: the org's fwup public keys (when asked) and the pending update. */
 export interface DeviceJoin {
@@ -152,42 +181,19 @@ export class DevicesRepository {
     instanceId: string,
     withKeys: boolean,
   ): Promise<DeviceJoin | null> {
-    const rows = await this.db.query<
-      (Partial<PendingUpdateRow> & { keys: string[] | null; membership_check: boolean })[]
-    >(
-      `WITH joined AS (
-         UPDATE devices SET
-           firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
-           firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
-           firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
-           firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
-           connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
-           connected_at = now()
-         WHERE id = $1 RETURNING id, product_id
-       )
-       SELECT CASE WHEN $8::boolean
-                THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
-              (EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = joined.id) OR EXISTS (
-                 SELECT 1 FROM deployment_groups g
-                  WHERE g.product_id = joined.product_id AND g.is_active AND NOT g.lock_device_membership
-              )) AS membership_check,
-              ${PENDING_UPDATE_COLUMNS}
-         FROM joined
-         LEFT JOIN pending_updates pu ON pu.device_id = joined.id
-         LEFT JOIN firmwares f ON f.id = pu.firmware_id
-         LEFT JOIN products p ON p.id = f.product_id`,
-      [
-        device.deviceId,
-        metadata !== null,
-        metadata === null ? null : JSON.stringify(metadata),
-        metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
-        instanceId,
-        device.orgId,
-        withKeys,
-        versionKey(metadata),
-      ],
-    );
+    const rows = await readRows<
+      Partial<PendingUpdateRow> & { keys: string[] | null; membership_check: boolean }
+    >(this.db, RECORD_JOIN, [
+      device.deviceId,
+      metadata !== null,
+      metadata === null ? null : JSON.stringify(metadata),
+      metadata?.version?.slice(0, MAX_INDEXED_VALUE) ?? null,
+      metadata?.platform?.slice(0, MAX_INDEXED_VALUE) ?? null,
+      instanceId,
+      device.orgId,
+      withKeys,
+      versionKey(metadata),
+    ]);
     const row = rows[0];
     if (!row) return null;
     const { keys, membership_check: membershipCheck, ...pending } = row;
@@ -428,10 +434,7 @@ export class DevicesRepository {
 
   /** Deployment orchestrator: the device's update completed: its attempts and penalty box are cleared. */
   async clearUpdateAttempts(id: string, tx: Queryable = this.db): Promise<void> {
-    await tx.query(
-      `UPDATE devices SET update_attempts = '{}', updates_blocked_until = NULL
-        WHERE id = $1 AND (cardinality(update_attempts) > 0 OR updates_blocked_until IS NOT NULL)`,
-      [id],
-    );
+    if (tx === this.db) await writeRows(this.db, CLEAR_UPDATE_ATTEMPTS, [id]);
+    else await tx.query(CLEAR_UPDATE_ATTEMPTS.text, [id]);
   }
 }

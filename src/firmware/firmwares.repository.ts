@@ -2,8 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type DeepPartial } from 'typeorm';
 import { isForeignKeyViolation, pgError } from '../common/errors/postgres-errors';
+import { PreparedStatement, readRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
 import { Firmware } from './firmware.entity';
+
+/** Read on every firmware download (prepared once per connection). */
+const FIND_STORAGE_KEY = new PreparedStatement(
+  `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
+);
 
 /** The `firmwares` table: a product's uploaded firmware (the files themselves are in FirmwareStorage). */
 @Injectable()
@@ -34,10 +40,7 @@ export class FirmwaresRepository {
 
   /** Where the file of firmware `id` is stored, provided its uuid is `uuid`. */
   async findStorageKey(id: string, uuid: string): Promise<string | undefined> {
-    const [firmware] = await this.db.query<{ storage_key: string }[]>(
-      `SELECT storage_key FROM firmwares WHERE id = $1 AND uuid = $2`,
-      [id, uuid],
-    );
+    const [firmware] = await readRows<{ storage_key: string }>(this.db, FIND_STORAGE_KEY, [id, uuid]);
     return firmware?.storage_key;
   }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { isForeignKeyViolation, pgError } from '../common/errors/postgres-errors';
+import { PreparedStatement, readRows, writeRows } from '../database/read-rows';
 import type { Queryable } from '../database/transactions';
 import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from './pending-update-view';
 
@@ -14,6 +15,24 @@ const TARGET_BY_CONSTRAINT: Readonly<Record<string, PendingUpdateTarget>> = {
   FK_59da91b0017916881c7303e3b9b: 'firmware',
   FK_1ebf1db0ee040369002c74e5d40: 'requester',
 };
+
+// The device path's statements: several per device and update, prepared once per connection.
+const FIND_FOR_DELIVERY = new PreparedStatement(
+  `SELECT ${PENDING_UPDATE_COLUMNS}
+     FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
+    WHERE pu.device_id = $1`,
+);
+const MARK_DELIVERED = new PreparedStatement(
+  `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
+    WHERE device_id = $1 AND firmware_id = $2`,
+);
+const RECORD_PROGRESS = new PreparedStatement(
+  `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
+    WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+);
+const DELETE_FOR_FIRMWARE_RETURNING = new PreparedStatement(
+  `DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2 RETURNING deployment_group_id`,
+);
 
 /** The `pending_updates` table: at most one firmware waiting for each device. */
 @Injectable()
@@ -43,22 +62,13 @@ export class PendingUpdatesRepository {
 
   /** The device's pending update with its firmware and product, as the `update` message needs it. */
   async findForDelivery(deviceId: string): Promise<PendingUpdateRow | null> {
-    const [row] = await this.db.query<PendingUpdateRow[]>(
-      `SELECT ${PENDING_UPDATE_COLUMNS}
-         FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
-        WHERE pu.device_id = $1`,
-      [deviceId],
-    );
+    const [row] = await readRows<PendingUpdateRow>(this.db, FIND_FOR_DELIVERY, [deviceId]);
     return row ?? null;
   }
 
   /** The update to `firmwareId` was sent to the device: delivered now, its status and progress reset. */
   async markDelivered(deviceId: string, firmwareId: string): Promise<void> {
-    await this.db.query(
-      `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
-        WHERE device_id = $1 AND firmware_id = $2`,
-      [deviceId, firmwareId],
-    );
+    await writeRows(this.db, MARK_DELIVERED, [deviceId, firmwareId]);
   }
 
   /** Deletes the device's pending update to `firmwareId` (the device runs it). */
@@ -81,11 +91,7 @@ export class PendingUpdatesRepository {
 
   /** Records the status and, when given, the progress percentage of the device's delivered update. */
   async recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
-    await this.db.query(
-      `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
-        WHERE device_id = $1 AND delivered_at IS NOT NULL`,
-      [deviceId, status, progress],
-    );
+    await writeRows(this.db, RECORD_PROGRESS, [deviceId, status, progress]);
   }
 
   /** How many pending updates there are. */
@@ -210,11 +216,12 @@ export class PendingUpdatesRepository {
 
   /** Deletes the device's update to `firmwareId` (it runs it); answers its deployment group if any, else null. */
   async deleteForFirmwareReturning(deviceId: string, firmwareId: string): Promise<string | null> {
-    const deleted = await this.db.query<[{ deployment_group_id: string | null }[], number]>(
-      `DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2 RETURNING deployment_group_id`,
+    const { rows } = await writeRows<{ deployment_group_id: string | null }>(
+      this.db,
+      DELETE_FOR_FIRMWARE_RETURNING,
       [deviceId, firmwareId],
     );
-    return deleted[0][0]?.deployment_group_id ?? null;
+    return rows[0]?.deployment_group_id ?? null;
   }
 
   /** How many orchestrated updates are in flight (all groups). */

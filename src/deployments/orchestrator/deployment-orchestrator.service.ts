@@ -117,8 +117,15 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     await this.leadership.close();
   }
 
-  /** Publishes a poke for the group: its leader (wherever it is) runs a claim soon. */
+  /**
+   * Its leader (wherever it is) runs a claim of the group soon: here when this instance leads it, else through a
+   * poke on the instance bus.
+   */
   async poke(groupId: string): Promise<void> {
+    if (this.leadership.held.has(groupId)) {
+      void this.schedule(groupId, this.timing.debounceMs);
+      return;
+    }
     await this.bus.publish(DEPLOYMENTS_CHANNEL, JSON.stringify({ group: groupId }));
   }
 
