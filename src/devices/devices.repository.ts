@@ -225,26 +225,34 @@ export class DevicesRepository {
 
   /**
    * The devices among `ids` still held by `instanceId` are disconnected (activity now). Rows are locked in id
-   * order, as `recordActivity` locks them, so that the two never deadlock.
+   * order, as `recordActivity` locks them, so that the two never deadlock. The instance is compared with
+   * `IS NOT DISTINCT FROM`, which no index serves: the rows are found by id. With `=`, PostgreSQL could take the
+   * index on `connected_instance_id` and read every device the instance holds (10,000 index entries for a batch
+   * of 12 devices, 90 ms, seen on a rollout).
    */
   async markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
     await this.db.query(
       `UPDATE devices d
               SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL,
                   last_communication = now()
-             FROM (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $2
+             FROM (SELECT id FROM devices
+                    WHERE id = ANY($1::bigint[]) AND connected_instance_id IS NOT DISTINCT FROM $2::uuid
                     ORDER BY id FOR UPDATE) AS leaving
             WHERE d.id = leaving.id`,
       [ids, instanceId],
     );
   }
 
-  /** Writes `last_communication` of the devices among `ids` still held by `instanceId` (rows locked in id order). */
+  /**
+   * Writes `last_communication` of the devices among `ids` still held by `instanceId` (rows locked in id order;
+   * found by id, as in `markDisconnected`).
+   */
   async recordActivity(ids: readonly string[], ats: readonly string[], instanceId: string): Promise<void> {
     await this.db.query(
       `UPDATE devices d SET last_communication = v.at
          FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at),
-              (SELECT id FROM devices WHERE id = ANY($1::bigint[]) AND connected_instance_id = $3
+              (SELECT id FROM devices
+                WHERE id = ANY($1::bigint[]) AND connected_instance_id IS NOT DISTINCT FROM $3::uuid
                 ORDER BY id FOR UPDATE) AS held
         WHERE d.id = v.id AND d.id = held.id`,
       [ids, ats, instanceId],
