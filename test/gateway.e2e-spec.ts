@@ -634,6 +634,158 @@ describe('device gateway', () => {
     });
   });
 
+  describe('device actions (NervesHub parity)', () => {
+    const nested = (identifier: string) => `/api/orgs/${org}/products/${product}/devices/${identifier}`;
+    const audited = async (identifier: string) =>
+      (
+        await a.db.query<{ action: string }[]>(
+          `SELECT action FROM audit_logs WHERE target_type = 'device' AND target_id = $1 ORDER BY id`,
+          [identifier],
+        )
+      ).map((row) => row.action);
+
+    it('reboot reaches the device channel on the instance holding the socket, from either instance, audited', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlA);
+      await b.http().post(`/api/devices/${identifier}/reboot`).set(admin.auth).expect(204, '');
+      expect(await client.next((f) => f[3] === 'reboot')).toEqual(['1', null, 'device', 'reboot', {}]);
+      await a
+        .http()
+        .post(`${nested(identifier)}/reboot`)
+        .set(admin.auth)
+        .expect(204);
+      expect((await client.next((f) => f[3] === 'reboot'))[4]).toEqual({});
+      expect(await audited(identifier)).toEqual(['device.create', 'device.reboot', 'device.reboot']);
+    });
+
+    it('reboot of a device without a device channel is a 409 on any instance, and nothing is audited', async () => {
+      const identifier = await newDevice();
+      await a
+        .http()
+        .post(`/api/devices/${identifier}/reboot`)
+        .set(admin.auth)
+        .expect(409, DEVICE_NOT_CONNECTED);
+      const client = await connect(identifier, urlA);
+      await settle(client);
+      await b
+        .http()
+        .post(`${nested(identifier)}/reboot`)
+        .set(admin.auth)
+        .expect(409);
+      await a
+        .http()
+        .post(`${nested(identifier)}/reboot`)
+        .set(admin.auth)
+        .expect(409);
+      expect(await audited(identifier)).toEqual(['device.create']);
+    });
+
+    it('reconnect closes the socket wherever it is; the device connects again', async () => {
+      const identifier = await newDevice();
+      const first = await connectJoined(identifier, urlA);
+      await b
+        .http()
+        .post(`${nested(identifier)}/reconnect`)
+        .set(admin.auth)
+        .expect(204, '');
+      expect(await first.closed).toBe(1000);
+      const second = await connectJoined(identifier, urlB);
+      await settle(second);
+      await a.http().post(`/api/devices/${identifier}/reconnect`).set(admin.auth).expect(204);
+      expect(await second.closed).toBe(1000);
+      const after = await eventually(
+        () => showDevice(identifier),
+        (device) => device.connection_status === 'disconnected',
+      );
+      expect(after.connection_status).toBe('disconnected');
+      await a
+        .http()
+        .post(`/api/devices/${identifier}/reconnect`)
+        .set(admin.auth)
+        .expect(409, DEVICE_NOT_CONNECTED);
+      expect(await audited(identifier)).toEqual(['device.create', 'device.reconnect', 'device.reconnect']);
+    });
+
+    it('code goes to the console through the product path as well', async () => {
+      const identifier = await newDevice();
+      const client = await connectJoined(identifier, urlB);
+      await client.join('console', { console_version: '2.0.0' });
+      await a
+        .http()
+        .post(`${nested(identifier)}/code`)
+        .set(admin.auth)
+        .send({ code: 'h' })
+        .expect(204);
+      const frames = await client.many('console', 'dn', 2);
+      expect(frames.map((f) => (f[4] as { data: string }).data)).toEqual(['h', '\r']);
+      await a
+        .http()
+        .post(`${nested(identifier)}/code`)
+        .set(admin.auth)
+        .send({})
+        .expect(422);
+    });
+
+    it('penalty: out of the box, attempts forgotten, automatic updates on; manage role needed', async () => {
+      const identifier = await newDevice();
+      await a.db.query(
+        `UPDATE devices SET updates_blocked_until = now() + interval '1 day', updates_enabled = false,
+                update_attempts = ARRAY[now(), now()] WHERE identifier = $1`,
+        [identifier],
+      );
+      const viewer = await a.fixtures.user();
+      await a.fixtures.addMember(org, viewer, 'view');
+      await a
+        .http()
+        .delete(`${nested(identifier)}/penalty`)
+        .set(viewer.auth)
+        .expect(403);
+      await b.http().delete(`/api/devices/${identifier}/penalty`).set(admin.auth).expect(204, '');
+      const [row] = await a.db.query<
+        { updates_blocked_until: Date | null; updates_enabled: boolean; attempts: number }[]
+      >(
+        `SELECT updates_blocked_until, updates_enabled, cardinality(update_attempts) AS attempts
+           FROM devices WHERE identifier = $1`,
+        [identifier],
+      );
+      expect(row).toEqual({ updates_blocked_until: null, updates_enabled: true, attempts: 0 });
+      await a
+        .http()
+        .delete(`${nested(identifier)}/penalty`)
+        .set(admin.auth)
+        .expect(204);
+      await a
+        .http()
+        .delete(`${nested('no-such-device')}/penalty`)
+        .set(admin.auth)
+        .expect(404);
+      expect(await audited(identifier)).toEqual([
+        'device.create',
+        'device.penalty_clear',
+        'device.penalty_clear',
+      ]);
+    });
+
+    it("PUT takes NervesHub's CLI body (identifier repeated, string booleans) and answers 201 with the device", async () => {
+      const identifier = await newDevice();
+      const put = (body: object) => a.http().put(nested(identifier)).set(admin.auth).send(body);
+      const res = await put({ identifier, updates_enabled: 'false' }).expect(201);
+      expect(res.body.data).toMatchObject({ identifier, updates_enabled: false });
+      expect((await put({ identifier, tags: ['a', 'b'] }).expect(201)).body.data.tags).toBe('a,b');
+      expect((await put({ updates_enabled: true }).expect(201)).body.data.updates_enabled).toBe(true);
+      const renamed = await put({ identifier: 'another-name' }).expect(422);
+      expect(renamed.body).toEqual({ errors: { identifier: ['cannot be changed'] } });
+      await put({ updates_enabled: 'maybe' }).expect(422);
+      await a
+        .http()
+        .put(nested('no-such-device'))
+        .set(admin.auth)
+        .send({ identifier: 'no-such-device' })
+        .expect(404);
+      expect((await showDevice(identifier)).updates_enabled).toBe(true);
+    });
+  });
+
   describe('extensions', () => {
     it('offers network_identity, requests identities and claims the reported iroh endpoint', async () => {
       const identifier = await newDevice();

@@ -7,6 +7,21 @@ export abstract class DeviceConsole {
   abstract send(deviceId: string, code: string): Promise<boolean>;
 }
 
+/** What a person can ask of a connected device's socket (NervesHub's device actions). */
+export type DeviceCommand = 'reboot' | 'reconnect';
+
+/**
+ * How the API acts on a device's socket. The device gateway implements it: `run` is false only when no instance
+ * holds a socket of the device able to take the command, so a command is never lost silently.
+ */
+export abstract class DeviceCommands {
+  /**
+   * `reboot`: NervesHubLink's `reboot` message on the device channel. `reconnect`: the socket is closed, and the
+   * device connects again (to whichever instance the load balancer picks).
+   */
+  abstract run(deviceId: string, command: DeviceCommand): Promise<boolean>;
+}
+
 /** How the API tells the device side that a device has a new pending update (pushed at once if connected). */
 export abstract class UpdateNotifier {
   abstract pendingUpdateChanged(deviceId: string): Promise<void>;

@@ -7,6 +7,7 @@ import {
   Param,
   Patch,
   Post,
+  Put,
   Query,
   HttpCode,
 } from '@nestjs/common';
@@ -20,7 +21,14 @@ import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
 import { type DeviceListQuery, DeviceListQueryPipe } from './dto/list-devices.query';
-import { ConsoleCodeDto, CreateDeviceDto, DeviceView, UpdateDeviceDto, UpgradeDto } from './dto/device.dto';
+import {
+  ConsoleCodeDto,
+  CreateDeviceDto,
+  DeviceView,
+  PutDeviceDto,
+  UpdateDeviceDto,
+  UpgradeDto,
+} from './dto/device.dto';
 
 const text = (name: string, description: string) =>
   ApiQuery({
@@ -185,6 +193,103 @@ export class DevicesController {
   ) {
     return this.devices.upgrade(access, product, id, body);
   }
+
+  @Put(':identifier')
+  @Route('devices.put')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: "Change a device's description, tags or updates_enabled (NervesHub's PUT)",
+    description:
+      "NervesHub's device update, as its CLI sends it: 201 with the device (NervesHub's status), the identifier may " +
+      'be repeated in the body but not changed, `updates_enabled` also as "true"/"false". Extension of 2.0.0.',
+    status: 201,
+    data: DeviceView,
+    errors: [400, 413, 422],
+  })
+  @HttpCode(201)
+  put(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: PutDeviceDto,
+  ) {
+    return this.devices.put(access, product, id, body);
+  }
+
+  @Post(':identifier/reboot')
+  @Route('devices.reboot')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Reboot a device',
+    description:
+      "NervesHubLink's `reboot` message reaches the device's socket on whichever instance holds it (audited, 204); 409 when the device has no socket joined to the device channel. Extension of 2.0.0 (NervesHub's route).",
+    status: 204,
+    errors: [409],
+  })
+  @HttpCode(204)
+  reboot(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.command(access, product, id, 'reboot');
+  }
+
+  @Post(':identifier/reconnect')
+  @Route('devices.reconnect')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Make a device reconnect',
+    description:
+      "The device's socket is closed on whichever instance holds it, and the device connects again (audited, 204); 409 when it has no socket. Extension of 2.0.0 (NervesHub's route).",
+    status: 204,
+    errors: [409],
+  })
+  @HttpCode(204)
+  reconnect(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.command(access, product, id, 'reconnect');
+  }
+
+  @Delete(':identifier/penalty')
+  @Route('devices.penalty')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Take a device out of the deployment penalty box',
+    description:
+      'As NervesHub: no block, its update attempts forgotten, automatic updates on again (audited). Extension of 2.0.0.',
+    status: 204,
+  })
+  @HttpCode(204)
+  clearPenalty(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.clearPenaltyBox(access, product, id);
+  }
+
+  @Post(':identifier/code')
+  @Route('devices.code')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: "Run Elixir code in the device's console",
+    description: "As `POST /api/devices/{identifier}/code`. Extension of 2.0.0 (NervesHub's route).",
+    status: 204,
+    errors: [400, 409, 413, 422],
+  })
+  @HttpCode(204)
+  code(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: ConsoleCodeDto,
+  ) {
+    return this.devices.sendConsoleCodeInProduct(access, product, id, body);
+  }
 }
 
 @ApiTags('Devices (short URL)')
@@ -229,5 +334,43 @@ export class DevicesShortController {
   @HttpCode(204)
   code(@CurrentAccess() access: DeviceAccess, @Body() body: ConsoleCodeDto) {
     return this.devices.sendConsoleCode(access, body);
+  }
+
+  @Post('reboot')
+  @Route('devices.short.reboot')
+  @ApiOperationDoc({
+    summary: 'Reboot a device (short URL)',
+    description: 'Extension of 2.0.0; same rules as the nested reboot call.',
+    status: 204,
+    errors: [409],
+  })
+  @HttpCode(204)
+  reboot(@CurrentAccess() access: DeviceAccess) {
+    return this.devices.commandById(access, 'reboot');
+  }
+
+  @Post('reconnect')
+  @Route('devices.short.reconnect')
+  @ApiOperationDoc({
+    summary: 'Make a device reconnect (short URL)',
+    description: 'Extension of 2.0.0; same rules as the nested reconnect call.',
+    status: 204,
+    errors: [409],
+  })
+  @HttpCode(204)
+  reconnect(@CurrentAccess() access: DeviceAccess) {
+    return this.devices.commandById(access, 'reconnect');
+  }
+
+  @Delete('penalty')
+  @Route('devices.short.penalty')
+  @ApiOperationDoc({
+    summary: 'Take a device out of the deployment penalty box (short URL)',
+    description: 'Extension of 2.0.0; same rules as the nested penalty call.',
+    status: 204,
+  })
+  @HttpCode(204)
+  clearPenalty(@CurrentAccess() access: DeviceAccess) {
+    return this.devices.clearPenaltyBoxById(access);
   }
 }

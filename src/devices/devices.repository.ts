@@ -164,6 +164,18 @@ export class DevicesRepository {
     ]);
   }
 
+  /**
+   * Takes the device out of the deployment penalty box, as NervesHub does: no block, no update attempts, automatic
+   * updates on. False when the device is gone.
+   */
+  async clearPenaltyBox(deviceId: string, tx: Queryable): Promise<boolean> {
+    const [, count] = await tx.query<[unknown[], number]>(
+      `UPDATE devices SET updates_blocked_until = NULL, update_attempts = '{}', updates_enabled = true WHERE id = $1`,
+      [deviceId],
+    );
+    return count > 0;
+  }
+
   /** Deletes a product's device; false when there is none with that identifier. */
   async delete(productId: string, identifier: string, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Device).delete({ productId, identifier });

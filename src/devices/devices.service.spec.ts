@@ -15,7 +15,7 @@ import type { AuditService } from '../audit/audit.service';
 import { BLANK } from '../common/errors/messages';
 import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import type { ProductsService } from '../products/products.service';
-import type { DeviceConsole, UpdateNotifier } from './device-console';
+import type { DeviceCommands, DeviceConsole, UpdateNotifier } from './device-console';
 import type { DeviceRow } from './device-view';
 import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
 import type { DevicesRepository } from './devices.repository';
@@ -50,6 +50,7 @@ function setup() {
     findByIdentifier: jest.fn(async () => ({ id: '42' })),
     findIdentifierById: jest.fn(async () => 'dev-1'),
     disableUpdates: jest.fn(async () => undefined),
+    clearPenaltyBox: jest.fn(async () => true),
   };
   const membership = { recomputeDevice: jest.fn(async () => null) };
   const firmware = {
@@ -59,6 +60,7 @@ function setup() {
   };
   const products = { findInOrg: jest.fn(async () => product()) };
   const deviceConsole = { send: jest.fn(async () => true) };
+  const commands = { run: jest.fn(async () => true) };
   const updates = { pendingUpdateChanged: jest.fn(async () => undefined) };
   const audit = { record: jest.fn(async () => undefined) };
   const service = new DevicesService(
@@ -67,11 +69,12 @@ function setup() {
     fake<ProductsService>(products),
     fake<FirmwareRecordsService>(firmware),
     fake<DeviceConsole>(deviceConsole),
+    fake<DeviceCommands>(commands),
     fake<UpdateNotifier>(updates),
     fake<AuditService>(audit),
     fake<DeploymentMembershipService>(membership),
   );
-  return { service, devices, firmware, deviceConsole, updates, audit, membership };
+  return { service, devices, firmware, deviceConsole, commands, updates, audit, membership };
 }
 
 describe('DevicesService: tags', () => {
@@ -238,5 +241,48 @@ describe('DevicesService: console code', () => {
     const { service, deviceConsole } = setup();
     deviceConsole.send.mockResolvedValue(false);
     await expectConflict(service.sendConsoleCode(deviceAccess, { code: 'x' }), DEVICE_NOT_CONNECTED);
+  });
+});
+
+describe('DevicesService: reboot, reconnect and the penalty box', () => {
+  it.each(['reboot', 'reconnect'] as const)(
+    '%s: sent to the device, then audited under its identifier',
+    async (command) => {
+      const { service, commands, audit } = setup();
+      await service.command(orgAccess, 'gateway', 'dev-1', command);
+      expect(commands.run).toHaveBeenCalledWith('42', command);
+      expect(audit.record).toHaveBeenCalledWith(
+        expect.anything(),
+        expect.objectContaining({ action: `device.${command}`, targetType: 'device', targetId: 'dev-1' }),
+      );
+    },
+  );
+
+  it('a command no socket took is a 409, and nothing is audited', async () => {
+    const { service, commands, audit } = setup();
+    commands.run.mockResolvedValue(false);
+    await expectConflict(service.commandById(deviceAccess, 'reboot'), DEVICE_NOT_CONNECTED);
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+
+  it('an unknown device is a 404 before anything is sent', async () => {
+    const { service, devices, commands } = setup();
+    devices.findByIdentifier.mockResolvedValue(undefined as never);
+    await expectNotFound(service.command(orgAccess, 'gateway', 'nope', 'reconnect'));
+    expect(commands.run).not.toHaveBeenCalled();
+  });
+
+  it('clearing the penalty box is audited in the same transaction; a device gone meanwhile is a 404', async () => {
+    const { service, devices, audit } = setup();
+    await service.clearPenaltyBoxById(deviceAccess);
+    expect(devices.clearPenaltyBox).toHaveBeenCalledWith('42', expect.anything());
+    expect(audit.record).toHaveBeenCalledWith(
+      expect.anything(),
+      expect.objectContaining({ action: 'device.penalty_clear', targetId: 'dev-1' }),
+    );
+    devices.clearPenaltyBox.mockResolvedValue(false);
+    audit.record.mockClear();
+    await expectNotFound(service.clearPenaltyBox(orgAccess, 'gateway', 'dev-1'));
+    expect(audit.record).not.toHaveBeenCalled();
   });
 });

@@ -12,15 +12,16 @@ import { Transactions } from '../database/transactions';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { ProductsService } from '../products/products.service';
 import type { ProductRecord } from '../products/product-record';
-import { DeviceConsole, UpdateNotifier } from './device-console';
+import { type DeviceCommand, DeviceCommands, DeviceConsole, UpdateNotifier } from './device-console';
 import type { DeviceListQuery } from './device-list.query';
 import { deviceView } from './device-view';
-import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
+import { DEVICE_NOT_CONNECTED, IDENTIFIER_IMMUTABLE, UNKNOWN_FIRMWARE } from './devices.errors';
 import { type DeviceChanges, DevicesRepository } from './devices.repository';
 import type {
   ConsoleCodeDto,
   CreateDeviceDto,
   DeviceView,
+  PutDeviceDto,
   UpdateDeviceDto,
   UpgradeDto,
 } from './dto/device.dto';
@@ -33,6 +34,7 @@ export class DevicesService {
     private readonly products: ProductsService,
     private readonly firmware: FirmwareRecordsService,
     private readonly console: DeviceConsole,
+    private readonly commands: DeviceCommands,
     private readonly updates: UpdateNotifier,
     private readonly audit: AuditService,
     private readonly membership: DeploymentMembershipService,
@@ -131,6 +133,23 @@ export class DevicesService {
     return { data: device };
   }
 
+  /**
+   * `PUT .../devices/{identifier}` (NervesHub's update): as PATCH; the body may repeat the identifier, which cannot
+   * change (422 otherwise).
+   */
+  async put(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    dto: PutDeviceDto,
+  ): Promise<{ data: DeviceView }> {
+    const { identifier: repeated, ...changes } = dto;
+    if (repeated !== undefined && repeated !== identifier) {
+      throw DomainError.invalidField('identifier', IDENTIFIER_IMMUTABLE);
+    }
+    return this.update(access, productName, identifier, changes);
+  }
+
   async remove(access: OrgAccess, productName: string, identifier: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
     await this.transactions.run(async (tx) => {
@@ -159,10 +178,98 @@ export class DevicesService {
   }
 
   async sendConsoleCode(access: DeviceAccess, dto: ConsoleCodeDto): Promise<void> {
+    await this.sendCode(access.deviceId, dto);
+  }
+
+  private async sendCode(deviceId: string, dto: ConsoleCodeDto): Promise<void> {
     const code = dto.code ?? dto.body;
     if (code === undefined || code === '') throw DomainError.invalidField('code', BLANK);
-    const delivered = await this.console.send(access.deviceId, code);
+    const delivered = await this.console.send(deviceId, code);
     if (!delivered) throw DomainError.conflict(DEVICE_NOT_CONNECTED);
+  }
+
+  /**
+   * `POST .../reboot` and `.../reconnect`: the command reaches the device's socket on whichever instance holds it
+   * (audited), or 409 when the device has no socket to take it: never accepted and silently lost.
+   */
+  async command(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    command: DeviceCommand,
+  ): Promise<void> {
+    const deviceId = await this.findId(access, productName, identifier);
+    await this.runCommand(access, deviceId, identifier, command);
+  }
+
+  async commandById(access: DeviceAccess, command: DeviceCommand): Promise<void> {
+    await this.runCommand(access, access.deviceId, null, command);
+  }
+
+  /** `DELETE .../penalty`: out of the deployment penalty box, automatic updates on again (audited). */
+  async clearPenaltyBox(access: OrgAccess, productName: string, identifier: string): Promise<void> {
+    const deviceId = await this.findId(access, productName, identifier);
+    await this.recordPenaltyCleared(access, deviceId, identifier);
+  }
+
+  async clearPenaltyBoxById(access: DeviceAccess): Promise<void> {
+    await this.recordPenaltyCleared(access, access.deviceId, null);
+  }
+
+  /** `POST /api/orgs/.../devices/{identifier}/code`: as the short route. */
+  async sendConsoleCodeInProduct(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    dto: ConsoleCodeDto,
+  ): Promise<void> {
+    const deviceId = await this.findId(access, productName, identifier);
+    await this.sendCode(deviceId, dto);
+  }
+
+  private async runCommand(
+    access: OrgAccess,
+    deviceId: string,
+    identifier: string | null,
+    command: DeviceCommand,
+  ): Promise<void> {
+    if (!(await this.commands.run(deviceId, command))) throw DomainError.conflict(DEVICE_NOT_CONNECTED);
+    await this.transactions.run(async (tx) =>
+      this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: `device.${command}`,
+        targetType: 'device',
+        targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+        details: {},
+      }),
+    );
+  }
+
+  private async recordPenaltyCleared(
+    access: OrgAccess,
+    deviceId: string,
+    identifier: string | null,
+  ): Promise<void> {
+    await this.transactions.run(async (tx) => {
+      if (!(await this.devices.clearPenaltyBox(deviceId, tx))) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'device.penalty_clear',
+        targetType: 'device',
+        targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+        details: {},
+      });
+    });
+  }
+
+  /** The id of the product's device, or 404 (product or device unknown, or not the caller's). */
+  private async findId(access: OrgAccess, productName: string, identifier: string): Promise<string> {
+    const product = await this.products.findInOrg(access, productName);
+    const device = await this.devices.findByIdentifier(product.id, identifier);
+    if (!device) throw DomainError.notFound();
+    return device.id;
   }
 
   private async recordUpgrade(

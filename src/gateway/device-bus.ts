@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InstanceBus, MAX_BUS_PAYLOAD_BYTES } from '../database/instance-bus/instance-bus';
+import type { DeviceCommand } from '../devices/device-console';
 
 /**
  * What instances tell each other about devices. Only ids and short commands travel (PostgreSQL caps a NOTIFY
@@ -21,7 +22,11 @@ export type DeviceBusMessage =
   /** One chunk of console code for the instance `to`; `part` counts from 0 to `parts - 1`. */
   | { kind: 'console'; to: string; request: string; part: number; parts: number; data: string }
   /** The answer to a console request: whether the code reached a console-joined socket. */
-  | { kind: 'console-ack'; to: string; request: string; ok: boolean };
+  | { kind: 'console-ack'; to: string; request: string; ok: boolean }
+  /** A device command for the instance `to`, which holds the device's socket. */
+  | { kind: 'command'; to: string; request: string; command: DeviceCommand }
+  /** The answer to a command: whether the socket took it. */
+  | { kind: 'command-ack'; to: string; request: string; ok: boolean };
 
 export interface DeviceBusEnvelope {
   /** The instance that published the message. */

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { WebSocket } from 'ws';
 import { ConsoleChannel } from './channels/console';
 import { DeviceChannel } from './channels/device';
 import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
@@ -7,12 +8,14 @@ import { GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
 import { DeviceLinkService } from './device-link.service';
 import { codePoints } from './phoenix-frames';
+import type { DeviceCommand } from '../devices/device-console';
 
 /** Devices per `closes` bus message (ids of at most 20 digits: well under the NOTIFY limit). */
 export const CLOSES_PER_MESSAGE = 200;
 /** Code points of console code per bus message (JSON escapes stay well below the NOTIFY limit). */
 const CONSOLE_CHUNK = 1000;
-const CONSOLE_ACK_TIMEOUT_MS = 5000;
+/** How long a request to the instance holding a device's socket waits for its answer. */
+const RELAY_ACK_TIMEOUT_MS = 5000;
 
 /**
  * Reaches a device on whichever instance holds its socket, through the DeviceBus: pending updates and console
@@ -26,7 +29,8 @@ export class DeviceRelay {
     string,
     { parts: string[]; received: number; timer: NodeJS.Timeout }
   >();
-  private readonly consoleWaiters = new Map<string, (ok: boolean) => void>();
+  /** Requests sent to other instances (console code, commands), waiting for their answer. */
+  private readonly waiters = new Map<string, (ok: boolean) => void>();
   /** Devices that connected here, for the next `closes` bus message. */
   private readonly closes = new Set<string>();
   private closesSending = false;
@@ -65,17 +69,7 @@ export class DeviceRelay {
     for (let i = 0; i < points.length || chunks.length === 0; i += CONSOLE_CHUNK) {
       chunks.push(points.slice(i, i + CONSOLE_CHUNK).join(''));
     }
-    const answer = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.consoleWaiters.delete(request);
-        resolve(false);
-      }, CONSOLE_ACK_TIMEOUT_MS);
-      this.consoleWaiters.set(request, (ok) => {
-        clearTimeout(timer);
-        this.consoleWaiters.delete(request);
-        resolve(ok);
-      });
-    });
+    const answer = this.answerTo(request);
     try {
       for (const [part, data] of chunks.entries()) {
         await this.bus.publish(deviceId, {
@@ -88,10 +82,54 @@ export class DeviceRelay {
         });
       }
     } catch (err) {
-      this.consoleWaiters.get(request)?.(false);
+      this.waiters.get(request)?.(false);
       throw err;
     }
     return answer;
+  }
+
+  /** Runs a command on the device's socket on whichever instance holds it; false when nobody holds one. */
+  async command(deviceId: string, command: DeviceCommand): Promise<boolean> {
+    if (this.commandHere(deviceId, command)) return true;
+    const holder = await this.link.holder(deviceId);
+    if (holder === null || holder === this.instanceId) return false;
+    const request = randomUUID();
+    const answer = this.answerTo(request);
+    try {
+      await this.bus.publish(deviceId, { kind: 'command', to: holder, request, command });
+    } catch (err) {
+      this.waiters.get(request)?.(false);
+      throw err;
+    }
+    return answer;
+  }
+
+  /** `reboot` needs the device channel joined (NervesHubLink listens there); `reconnect` any open socket. */
+  private commandHere(deviceId: string, command: DeviceCommand): boolean {
+    const conn = this.connections.of(deviceId);
+    if (!conn || conn.ws.readyState !== WebSocket.OPEN) return false;
+    if (command === 'reboot') {
+      if (!conn.topics.has('device')) return false;
+      conn.push('device', 'reboot', {});
+      return true;
+    }
+    void conn.close(1000, 'reconnect requested');
+    return true;
+  }
+
+  /** The answer of another instance to `request` (false when none comes in time). */
+  private answerTo(request: string): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(request);
+        resolve(false);
+      }, RELAY_ACK_TIMEOUT_MS);
+      this.waiters.set(request, (ok) => {
+        clearTimeout(timer);
+        this.waiters.delete(request);
+        resolve(ok);
+      });
+    });
   }
 
   /** The device's pending update changed: push it where the device is connected. */
@@ -175,8 +213,17 @@ export class DeviceRelay {
         if (message.to === this.instanceId) this.consolePart(from, deviceId, message);
         return;
       case 'console-ack':
-        if (message.to === this.instanceId) this.consoleWaiters.get(message.request)?.(message.ok);
+      case 'command-ack':
+        if (message.to === this.instanceId) this.waiters.get(message.request)?.(message.ok);
         return;
+      case 'command': {
+        if (message.to !== this.instanceId) return;
+        const ok = this.commandHere(deviceId, message.command);
+        this.bus
+          .publish(deviceId, { kind: 'command-ack', to: from, request: message.request, ok })
+          .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
+        return;
+      }
     }
   }
 

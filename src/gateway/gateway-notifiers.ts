@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import { type DeviceCommand, DeviceCommands, DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { DeviceRelay } from './device-relay';
 
 /** Console code goes to the device's console socket, on whichever instance holds it. */
@@ -11,6 +11,18 @@ export class GatewayDeviceConsole extends DeviceConsole {
 
   send(deviceId: string, code: string): Promise<boolean> {
     return this.relay.sendConsole(deviceId, code);
+  }
+}
+
+/** Reboot and reconnect reach the device's socket, on whichever instance holds it. */
+@Injectable()
+export class GatewayDeviceCommands extends DeviceCommands {
+  constructor(private readonly relay: DeviceRelay) {
+    super();
+  }
+
+  run(deviceId: string, command: DeviceCommand): Promise<boolean> {
+    return this.relay.command(deviceId, command);
   }
 }
 

@@ -3,7 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { ServerKeyService } from '../device-auth/server-key.service';
-import { DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import { DeviceCommands, DeviceConsole, UpdateNotifier } from '../devices/device-console';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareModule } from '../firmware/firmware.module';
 import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
@@ -24,13 +24,13 @@ import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
 import { GatewayInstancesRepository } from './gateway-instances.repository';
-import { GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
+import { GatewayDeviceCommands, GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
 import { PresenceService } from './presence.service';
 import { RolloutSignals } from './rollout-signals';
 
 /**
  * The device side: the device socket and its channels, presence, the bus between instances, firmware downloads,
- * console output. Provides DeviceConsole and UpdateNotifier to the devices API.
+ * console output. Provides DeviceConsole, DeviceCommands and UpdateNotifier to the devices API.
  */
 @Module({
   imports: [
@@ -71,8 +71,17 @@ import { RolloutSignals } from './rollout-signals';
     DeviceGateway,
     RolloutSignals,
     { provide: DeviceConsole, useClass: GatewayDeviceConsole },
+    { provide: DeviceCommands, useClass: GatewayDeviceCommands },
     { provide: UpdateNotifier, useClass: GatewayUpdateNotifier },
   ],
-  exports: [DeviceConsole, UpdateNotifier, DeviceGateway, DeviceBus, DeviceRelay, RolloutSignals],
+  exports: [
+    DeviceConsole,
+    DeviceCommands,
+    UpdateNotifier,
+    DeviceGateway,
+    DeviceBus,
+    DeviceRelay,
+    RolloutSignals,
+  ],
 })
 export class GatewayModule {}

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { BooleanField, StringField, TagsField } from '../../common/validation/fields';
+import { BooleanField, StringCastBooleanField, StringField, TagsField } from '../../common/validation/fields';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../device.entity';
 
 // Printable, no whitespace, no "/", 1–255 characters: usable as a path segment everywhere.
@@ -32,6 +32,30 @@ export class UpdateDeviceDto {
   tags?: string | string[] | null;
 
   @BooleanField({ example: true })
+  updates_enabled?: boolean;
+}
+
+/**
+ * `PUT .../devices/{identifier}`: NervesHub's device update as its CLI sends it: the identifier repeated, every
+ * value possibly a string (`updates_enabled` "true"/"false").
+ */
+export class PutDeviceDto {
+  @StringField({
+    max: 255,
+    doc: {
+      example: 'nerves-4f2a',
+      description: "The path's identifier, repeated (NervesHub's CLI sends it); it cannot change",
+    },
+  })
+  identifier?: string;
+
+  @StringField({ max: 1024, nullable: true, doc: { example: 'Lab bench unit' } })
+  description?: string | null;
+
+  @TagsField()
+  tags?: string | string[] | null;
+
+  @StringCastBooleanField({ example: true })
   updates_enabled?: boolean;
 }
 
