@@ -116,6 +116,26 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     );
     expect(output).toBe('hello\r');
 
+    // Reboot: the device says `rebooting`, its socket closes, and it joins again at once.
+    const rebooted = sim.devices[0];
+    const connectsBefore = rebooted.connects;
+    await t.http().post(`/api/devices/simtest-0001/reboot`).set(admin.auth).expect(204);
+    await eventually(
+      () => rebooted.connects,
+      (n) => n > connectsBefore,
+    );
+    expect(rebooted.reboots).toBe(1);
+    expect(rebooted.connects).toBe(connectsBefore + 1);
+    await eventually(
+      () => t.http().post(`/api/devices/simtest-0001/reboot`).set(admin.auth),
+      (res) => res.status === 204,
+    );
+    await eventually(
+      () => rebooted.reboots,
+      (n) => n === 2,
+    );
+    expect(rebooted.reboots).toBe(2);
+
     // Iroh: each device reports its endpoint id when asked.
     const endpoint = simulatedIrohKey('simtest-0001');
     await eventually(

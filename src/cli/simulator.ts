@@ -132,9 +132,10 @@ export function simulatedIrohKey(identifier: string): string {
 export class SimulatedDevice implements DeviceUpdateCounters {
   /** The firmware it runs (reported in every join). */
   firmware: SimulatedFirmware;
-  /** Updates installed, connections made (for tests and the summary). */
+  /** Updates installed, connections made, reboots asked for by the server (for tests and the summary). */
   installed = 0;
   connects = 0;
+  reboots = 0;
   updateFrames = 0;
   downloads = 0;
   bytes = 0;
@@ -366,6 +367,13 @@ export class SimulatedDevice implements DeviceUpdateCounters {
         return;
       case 'device/update':
         return this.update(payload);
+      case 'device/reboot':
+        // As NervesHubLink: `rebooting` first, then the reboot (the socket closes, the device joins again).
+        this.push('device', 'rebooting', {});
+        this.reboots++;
+        this.rebooting = true;
+        this.ws?.close();
+        return;
       default:
         return;
     }
