@@ -766,6 +766,130 @@ describe('device gateway', () => {
       ]);
     });
 
+    describe('support scripts', () => {
+      const scripts = () => `/api/orgs/${org}/products/${product}/scripts`;
+      async function newScript(text: string): Promise<{ id: string; name: string }> {
+        const name = `script-${randomBytes(3).toString('hex')}`;
+        const res = await a.http().post(scripts()).set(admin.auth).send({ name, text }).expect(201);
+        return { id: res.body.data.id as string, name };
+      }
+      const run = (identifier: string, nameOrId: string, via: TestApp = a, query = '') =>
+        via.http().post(`/api/devices/${identifier}/scripts/${nameOrId}${query}`).set(admin.auth);
+
+      it('runs through scripts/run on the device channel, from another instance, answering text/plain', async () => {
+        const { name, id } = await newScript('IO.puts("hello")\n:ok');
+        const identifier = await newDevice();
+        const client = await connectJoined(identifier, urlA);
+        const answer = run(identifier, name, b, '?timeout=5000').then((res) => res);
+        const sent = await client.next((f) => f[3] === 'scripts/run');
+        const { text, ref } = sent[4] as { text: string; ref: string };
+        expect(text).toBe('IO.puts("hello")\n:ok');
+        expect(ref).toMatch(/^[A-Za-z0-9+/]{6}$/);
+        client.push('device', 'scripts/run', {
+          ref: 'other',
+          result: 'completed',
+          output: 'no',
+          return: 'no',
+        });
+        client.push('device', 'scripts/run', { ref, result: 'completed', output: 'hello\n', return: ':ok' });
+        const res = await answer;
+        expect(res.status).toBe(200);
+        expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+        expect(res.text).toBe('hello\n\n:ok');
+        // By id as well, on the product path.
+        const again = a
+          .http()
+          .post(`/api/orgs/${org}/products/${product}/devices/${identifier}/scripts/${id}`)
+          .set(admin.auth)
+          .then((r) => r);
+        const second = await client.next((f) => f[3] === 'scripts/run');
+        client.push('device', 'scripts/run', {
+          ref: (second[4] as { ref: string }).ref,
+          output: '',
+          return: '2',
+        });
+        expect((await again).text).toBe('2');
+      });
+
+      it('runs of one device wait for each other: outputs never mix', async () => {
+        const { name } = await newScript('1 + 1');
+        const identifier = await newDevice();
+        const client = await connectJoined(identifier, urlA);
+        const first = run(identifier, name).then((res) => res);
+        const second = run(identifier, name, b).then((res) => res);
+        const one = await client.next((f) => f[3] === 'scripts/run');
+        await settle(client);
+        expect(client.pending().filter((f) => f[3] === 'scripts/run')).toEqual([]);
+        client.push('device', 'scripts/run', {
+          ref: (one[4] as { ref: string }).ref,
+          output: 'first',
+          return: '',
+        });
+        const two = await client.next((f) => f[3] === 'scripts/run');
+        client.push('device', 'scripts/run', {
+          ref: (two[4] as { ref: string }).ref,
+          output: 'second',
+          return: '',
+        });
+        expect([(await first).text, (await second).text].sort()).toEqual(['first', 'second']);
+      });
+
+      it('older devices get the script typed into the console and answered up to the end marker', async () => {
+        const { name } = await newScript('IO.puts(:hi)');
+        const identifier = await newDevice();
+        const client = await connectJoined(
+          identifier,
+          urlB,
+          joinParams(OLD_UUID, { device_api_version: '2.0.0' }),
+        );
+        await client.join('console', { console_version: '2.0.0' });
+        const answer = run(identifier, name, a).then((res) => res);
+        const typed = await client.next((f) => f[2] === 'console' && f[3] === 'dn');
+        expect((typed[4] as { data: string }).data).toBe('IO.puts(:hi)\n# [NERVESHUB:END]');
+        expect(((await client.next((f) => f[3] === 'dn'))[4] as { data: string }).data).toBe('\r');
+        client.push('console', 'up', { data: 'hi\n:ok\n' });
+        client.push('console', 'up', { data: 'iex(2)> # [NERVESHUB:END]' });
+        const res = await answer;
+        expect(res.status).toBe(200);
+        expect(res.text).toBe('hi\n:ok');
+      });
+
+      it("403 with NervesHub's message when the device is away or silent; 404 unknown script; 422 timeout", async () => {
+        const { name } = await newScript('1');
+        const identifier = await newDevice();
+        const unavailable = { errors: { detail: 'device not available or responding' } };
+        await run(identifier, name).expect(403, unavailable);
+        const client = await connectJoined(identifier, urlA);
+        await run(identifier, name, b, '?timeout=300').expect(403, unavailable);
+        await run(identifier, name, a, '?timeout=300').expect(403, unavailable);
+        expect(client.pending().filter((f) => f[3] === 'scripts/run')).toHaveLength(2);
+        await run(identifier, 'no-such-script').expect(404, NOT_FOUND);
+        for (const bad of ['0', '-1', 'abc', '300001', '1.5']) {
+          const res = await run(identifier, name, a, `?timeout=${bad}`).expect(422);
+          expect(Object.keys(res.body.errors)).toEqual(['timeout']);
+        }
+        const viewer = await a.fixtures.user();
+        await a.fixtures.addMember(org, viewer, 'view');
+        await a
+          .http()
+          .post(`/api/devices/${identifier}/scripts/${name}?timeout=100`)
+          .set(viewer.auth)
+          .expect(403, unavailable);
+      });
+
+      it("lists the scripts of the device's product", async () => {
+        const created = await newScript('x');
+        const identifier = await newDevice();
+        const res = await b
+          .http()
+          .get(`/api/devices/${identifier}/scripts?pagination[page_size]=500`)
+          .set(admin.auth)
+          .expect(200);
+        expect(res.body.data.map((s: { name: string }) => s.name)).toContain(created.name);
+        expect(res.body.pagination).toMatchObject({ page_number: 1, page_size: 500 });
+      });
+    });
+
     it("PUT takes NervesHub's CLI body (identifier repeated, string booleans) and answers 201 with the device", async () => {
       const identifier = await newDevice();
       const put = (body: object) => a.http().put(nested(identifier)).set(admin.auth).send(body);

@@ -22,6 +22,14 @@ export abstract class DeviceCommands {
   abstract run(deviceId: string, command: DeviceCommand): Promise<boolean>;
 }
 
+/**
+ * How the API runs a support script on a device (the gateway implements it, on whichever instance holds the
+ * socket): the device's output, or null when no socket could run it or it did not answer within `timeoutMs`.
+ */
+export abstract class DeviceScripts {
+  abstract run(deviceId: string, text: string, timeoutMs: number): Promise<string | null>;
+}
+
 /** How the API tells the device side that a device has a new pending update (pushed at once if connected). */
 export abstract class UpdateNotifier {
   abstract pendingUpdateChanged(deviceId: string): Promise<void>;

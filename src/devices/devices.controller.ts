@@ -10,9 +10,12 @@ import {
   Put,
   Query,
   HttpCode,
+  Header,
 } from '@nestjs/common';
 import { SetsLocation } from '../common/http/created';
-import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { RawQuery } from '../common/http/pagination';
+import { ScriptView } from '../scripts/dto/script.dto';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { PaginationView } from '../common/http/pagination';
@@ -290,6 +293,44 @@ export class DevicesController {
   ) {
     return this.devices.sendConsoleCodeInProduct(access, product, id, body);
   }
+
+  @Post(':identifier/scripts/:name_or_id')
+  @Route('devices.scripts.run')
+  @ApiParam({ name: 'identifier' })
+  @ApiParam({ name: 'name_or_id', description: "The script's name (the oldest of that name), else its id" })
+  @ApiQuery({
+    name: 'timeout',
+    required: false,
+    description: "How long to wait for the device's answer, in milliseconds (default 30000)",
+    schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
+  })
+  @ApiProduces('text/plain')
+  @ApiOperationDoc({
+    summary: 'Run a support script on a device and answer its output',
+    description:
+      "NervesHub's script run: the device (device API 2.1.0 and later) evaluates the script and sends back what it " +
+      'printed and returned; older devices get it typed into their console. 200 `text/plain` with the output; ' +
+      '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
+      'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
+      "Extension of 2.0.0 (NervesHub's route).",
+    errors: [422],
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'The output',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
+  @Header('Content-Type', 'text/plain; charset=utf-8')
+  @HttpCode(200)
+  runScript(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Param('name_or_id') nameOrId: string,
+    @Query('timeout') timeout: unknown,
+  ) {
+    return this.devices.runScript(access, product, id, nameOrId, timeout);
+  }
 }
 
 @ApiTags('Devices (short URL)')
@@ -372,5 +413,63 @@ export class DevicesShortController {
   @HttpCode(204)
   clearPenalty(@CurrentAccess() access: DeviceAccess) {
     return this.devices.clearPenaltyBoxById(access);
+  }
+
+  @Get('scripts')
+  @Route('devices.short.scripts')
+  @ApiQuery({
+    name: 'pagination[page]',
+    required: false,
+    schema: { type: 'integer', minimum: 1, default: 1 },
+  })
+  @ApiQuery({
+    name: 'pagination[page_size]',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
+  })
+  @ApiOperationDoc({
+    summary: "The support scripts of the device's product",
+    description: "As the product's script list. Extension of 2.0.0 (NervesHub's route).",
+    data: [ScriptView],
+    extra: { pagination: PaginationView },
+    errors: [422],
+  })
+  listScripts(@CurrentAccess() access: DeviceAccess, @Query() query: RawQuery) {
+    return this.devices.listScripts(access, query);
+  }
+
+  @Post('scripts/:name_or_id')
+  @Route('devices.short.scripts.run')
+  @ApiParam({ name: 'name_or_id', description: "The script's name (the oldest of that name), else its id" })
+  @ApiQuery({
+    name: 'timeout',
+    required: false,
+    description: "How long to wait for the device's answer, in milliseconds (default 30000)",
+    schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
+  })
+  @ApiProduces('text/plain')
+  @ApiOperationDoc({
+    summary: 'Run a support script on a device and answer its output',
+    description:
+      "NervesHub's script run: the device (device API 2.1.0 and later) evaluates the script and sends back what it " +
+      'printed and returned; older devices get it typed into their console. 200 `text/plain` with the output; ' +
+      '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
+      'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
+      "Extension of 2.0.0 (NervesHub's route).",
+    errors: [422],
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'The output',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
+  @Header('Content-Type', 'text/plain; charset=utf-8')
+  @HttpCode(200)
+  runScript(
+    @CurrentAccess() access: DeviceAccess,
+    @Param('name_or_id') nameOrId: string,
+    @Query('timeout') timeout: unknown,
+  ) {
+    return this.devices.runScriptById(access, nameOrId, timeout);
   }
 }

@@ -2,6 +2,7 @@ import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { GatewayModule } from '../gateway/gateway.module';
+import { ScriptsModule } from '../scripts/scripts.module';
 import { ProductsModule } from '../products/products.module';
 import { DeviceRecordsModule } from './device-records.module';
 import { DevicesController, DevicesShortController } from './devices.controller';
@@ -9,7 +10,14 @@ import { DevicesService } from './devices.service';
 
 @Module({
   // The gateway provides DeviceConsole and UpdateNotifier (device-console.ts) to DevicesService.
-  imports: [ProductsModule, GatewayModule, FirmwareRecordsModule, DeviceRecordsModule, DeploymentsModule],
+  imports: [
+    ProductsModule,
+    GatewayModule,
+    FirmwareRecordsModule,
+    DeviceRecordsModule,
+    DeploymentsModule,
+    ScriptsModule,
+  ],
   controllers: [DevicesController, DevicesShortController],
   providers: [DevicesService],
   exports: [DevicesService],

@@ -15,7 +15,8 @@ import type { AuditService } from '../audit/audit.service';
 import { BLANK } from '../common/errors/messages';
 import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import type { ProductsService } from '../products/products.service';
-import type { DeviceCommands, DeviceConsole, UpdateNotifier } from './device-console';
+import type { DeviceCommands, DeviceConsole, DeviceScripts, UpdateNotifier } from './device-console';
+import type { ScriptsService } from '../scripts/scripts.service';
 import type { DeviceRow } from './device-view';
 import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
 import type { DevicesRepository } from './devices.repository';
@@ -61,6 +62,14 @@ function setup() {
   const products = { findInOrg: jest.fn(async () => product()) };
   const deviceConsole = { send: jest.fn(async () => true) };
   const commands = { run: jest.fn(async () => true) };
+  const scriptRuns = { run: jest.fn<Promise<string | null>, unknown[]>(async () => 'output') };
+  const scripts = {
+    findRunnable: jest.fn<Promise<{ id: string; text: string } | null>, unknown[]>(async () => ({
+      id: '5',
+      text: 'IO.puts(1)',
+    })),
+    listInProduct: jest.fn(async () => ({ data: [], pagination: {} })),
+  };
   const updates = { pendingUpdateChanged: jest.fn(async () => undefined) };
   const audit = { record: jest.fn(async () => undefined) };
   const service = new DevicesService(
@@ -70,11 +79,24 @@ function setup() {
     fake<FirmwareRecordsService>(firmware),
     fake<DeviceConsole>(deviceConsole),
     fake<DeviceCommands>(commands),
+    fake<DeviceScripts>(scriptRuns),
+    fake<ScriptsService>(scripts),
     fake<UpdateNotifier>(updates),
     fake<AuditService>(audit),
     fake<DeploymentMembershipService>(membership),
   );
-  return { service, devices, firmware, deviceConsole, commands, updates, audit, membership };
+  return {
+    service,
+    devices,
+    firmware,
+    deviceConsole,
+    commands,
+    scriptRuns,
+    scripts,
+    updates,
+    audit,
+    membership,
+  };
 }
 
 describe('DevicesService: tags', () => {
@@ -284,5 +306,40 @@ describe('DevicesService: reboot, reconnect and the penalty box', () => {
     audit.record.mockClear();
     await expectNotFound(service.clearPenaltyBox(orgAccess, 'gateway', 'dev-1'));
     expect(audit.record).not.toHaveBeenCalled();
+  });
+});
+
+describe('DevicesService: support scripts', () => {
+  it('runs the script found by name or id with the timeout asked for (30 s by default)', async () => {
+    const { service, scripts, scriptRuns } = setup();
+    expect(await service.runScriptById(deviceAccess, 'diag', undefined)).toBe('output');
+    expect(scripts.findRunnable).toHaveBeenCalledWith(deviceAccess.productId, 'diag');
+    expect(scriptRuns.run).toHaveBeenCalledWith('42', 'IO.puts(1)', 30_000);
+    await service.runScript(orgAccess, 'gateway', 'dev-1', '5', '1500');
+    expect(scriptRuns.run).toHaveBeenLastCalledWith('42', 'IO.puts(1)', 1500);
+  });
+
+  it.each(['0', '300001', '1e3', ' 5', '', ['1', '2']])(
+    'timeout %j is 422 timeout, before any lookup',
+    async (timeout) => {
+      const { service, scripts, scriptRuns } = setup();
+      await expect(service.runScriptById(deviceAccess, 'diag', timeout)).rejects.toMatchObject({
+        fields: { timeout: [expect.stringContaining('integer from 1 to 300000')] },
+      });
+      expect(scripts.findRunnable).not.toHaveBeenCalled();
+      expect(scriptRuns.run).not.toHaveBeenCalled();
+    },
+  );
+
+  it('an unknown script is a 404; no answer from the device is the 403 with its message', async () => {
+    const { service, scripts, scriptRuns } = setup();
+    scripts.findRunnable.mockResolvedValueOnce(null);
+    await expectNotFound(service.runScriptById(deviceAccess, 'nope', undefined));
+    expect(scriptRuns.run).not.toHaveBeenCalled();
+    scriptRuns.run.mockResolvedValueOnce(null);
+    await expect(service.runScriptById(deviceAccess, 'diag', undefined)).rejects.toMatchObject({
+      code: 'DEVICE_UNAVAILABLE',
+      detail: 'device not available or responding',
+    });
   });
 });

@@ -6,13 +6,21 @@ import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN, BLANK } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { type PaginationView, paginationView } from '../common/http/pagination';
+import { type PaginationView, paginationView, type RawQuery } from '../common/http/pagination';
 import { normaliseTags, UUID_PATTERN } from '../common/values';
 import { Transactions } from '../database/transactions';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { ProductsService } from '../products/products.service';
+import { ScriptsService } from '../scripts/scripts.service';
+import type { ScriptView } from '../scripts/dto/script.dto';
 import type { ProductRecord } from '../products/product-record';
-import { type DeviceCommand, DeviceCommands, DeviceConsole, UpdateNotifier } from './device-console';
+import {
+  type DeviceCommand,
+  DeviceCommands,
+  DeviceConsole,
+  DeviceScripts,
+  UpdateNotifier,
+} from './device-console';
 import type { DeviceListQuery } from './device-list.query';
 import { deviceView } from './device-view';
 import { DEVICE_NOT_CONNECTED, IDENTIFIER_IMMUTABLE, UNKNOWN_FIRMWARE } from './devices.errors';
@@ -35,6 +43,8 @@ export class DevicesService {
     private readonly firmware: FirmwareRecordsService,
     private readonly console: DeviceConsole,
     private readonly commands: DeviceCommands,
+    private readonly scriptRuns: DeviceScripts,
+    private readonly scripts: ScriptsService,
     private readonly updates: UpdateNotifier,
     private readonly audit: AuditService,
     private readonly membership: DeploymentMembershipService,
@@ -216,6 +226,50 @@ export class DevicesService {
     await this.recordPenaltyCleared(access, access.deviceId, null);
   }
 
+  /** `GET /api/devices/{identifier}/scripts`: the scripts of the device's product (paginated as the product's). */
+  listScripts(
+    access: DeviceAccess,
+    query: RawQuery,
+  ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
+    return this.scripts.listInProduct(access.productId, query);
+  }
+
+  /**
+   * `POST .../devices/{identifier}/scripts/{name_or_id}?timeout=`: runs the product's script on the device (by
+   * name, else by id, as NervesHub) and answers its output. 404 for an unknown script; 403 "device not available
+   * or responding" when no socket could run it or the device did not answer in time (NervesHub's answers).
+   */
+  async runScript(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    nameOrId: string,
+    timeout: unknown,
+  ): Promise<string> {
+    const timeoutMs = scriptTimeout(timeout);
+    const product = await this.products.findInOrg(access, productName);
+    const device = await this.devices.findByIdentifier(product.id, identifier);
+    if (!device) throw DomainError.notFound();
+    return this.runScriptOn(product.id, device.id, nameOrId, timeoutMs);
+  }
+
+  async runScriptById(access: DeviceAccess, nameOrId: string, timeout: unknown): Promise<string> {
+    return this.runScriptOn(access.productId, access.deviceId, nameOrId, scriptTimeout(timeout));
+  }
+
+  private async runScriptOn(
+    productId: string,
+    deviceId: string,
+    nameOrId: string,
+    timeoutMs: number,
+  ): Promise<string> {
+    const script = await this.scripts.findRunnable(productId, nameOrId);
+    if (!script) throw DomainError.notFound();
+    const output = await this.scriptRuns.run(deviceId, script.text, timeoutMs);
+    if (output === null) throw DomainError.deviceUnavailable();
+    return output;
+  }
+
   /** `POST /api/orgs/.../devices/{identifier}/code`: as the short route. */
   async sendConsoleCodeInProduct(
     access: OrgAccess,
@@ -315,4 +369,22 @@ export class DevicesService {
   private location(access: OrgAccess, product: ProductRecord, identifier: string): string {
     return `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/devices/${pathSegment(identifier)}`;
   }
+}
+
+/** NervesHub's default wait for a script's answer. */
+export const DEFAULT_SCRIPT_TIMEOUT_MS = 30_000;
+/** The longest wait a caller may ask for: an HTTP request held open longer than this is not a support call. */
+export const MAX_SCRIPT_TIMEOUT_MS = 300_000;
+
+/** The `timeout` query parameter: milliseconds, an integer from 1 to MAX_SCRIPT_TIMEOUT_MS (422 otherwise). */
+function scriptTimeout(value: unknown): number {
+  if (value === undefined) return DEFAULT_SCRIPT_TIMEOUT_MS;
+  const ms = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(ms >= 1 && ms <= MAX_SCRIPT_TIMEOUT_MS)) {
+    throw DomainError.invalidField(
+      'timeout',
+      `must be an integer from 1 to ${MAX_SCRIPT_TIMEOUT_MS} (milliseconds)`,
+    );
+  }
+  return ms;
 }

@@ -26,7 +26,27 @@ export type DeviceBusMessage =
   /** A device command for the instance `to`, which holds the device's socket. */
   | { kind: 'command'; to: string; request: string; command: DeviceCommand }
   /** The answer to a command: whether the socket took it. */
-  | { kind: 'command-ack'; to: string; request: string; ok: boolean };
+  | { kind: 'command-ack'; to: string; request: string; ok: boolean }
+  /** One part of a support script for the instance `to`, to run with the device's answer awaited `timeoutMs`. */
+  | {
+      kind: 'script';
+      to: string;
+      request: string;
+      part: number;
+      parts: number;
+      data: string;
+      timeoutMs: number;
+    }
+  /** One part of a script's output; `ok` false: the device could not run it or did not answer (no output). */
+  | {
+      kind: 'script-output';
+      to: string;
+      request: string;
+      part: number;
+      parts: number;
+      data: string;
+      ok: boolean;
+    };
 
 export interface DeviceBusEnvelope {
   /** The instance that published the message. */

@@ -31,6 +31,8 @@ export class DeviceConnection {
   readonly topics = new Map<string, string | null>();
   firmwareUuid: string | null = null;
   downloadingUuid: string | null = null;
+  /** The device joined with device API 2.1.0 or later: it runs support scripts sent as `scripts/run`. */
+  runsScripts = false;
   /**
    * Extensions offered in the `extensions` join reply, and those the device reported attached (null until the
    * `extensions` join: a connection costs memory only for what it uses).

@@ -8,6 +8,7 @@ import { GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
 import { DeviceLinkService } from './device-link.service';
 import { codePoints } from './phoenix-frames';
+import { ScriptRunner } from './script-runner';
 import type { DeviceCommand } from '../devices/device-console';
 
 /** Devices per `closes` bus message (ids of at most 20 digits: well under the NOTIFY limit). */
@@ -25,12 +26,10 @@ const RELAY_ACK_TIMEOUT_MS = 5000;
 @Injectable()
 export class DeviceRelay {
   private readonly logger = new Logger(GATEWAY_LOG_CONTEXT);
-  private readonly consoleParts = new Map<
-    string,
-    { parts: string[]; received: number; timer: NodeJS.Timeout }
-  >();
-  /** Requests sent to other instances (console code, commands), waiting for their answer. */
-  private readonly waiters = new Map<string, (ok: boolean) => void>();
+  /** Console code, scripts and script output arriving in parts from other instances. */
+  private readonly incoming = new Reassembly();
+  /** Requests sent to other instances (console code, commands, scripts), waiting for their answer. */
+  private readonly waiters = new Map<string, (answer: unknown) => void>();
   /** Devices that connected here, for the next `closes` bus message. */
   private readonly closes = new Set<string>();
   private closesSending = false;
@@ -41,6 +40,7 @@ export class DeviceRelay {
     private readonly link: DeviceLinkService,
     private readonly device: DeviceChannel,
     private readonly console: ConsoleChannel,
+    private readonly scripts: ScriptRunner,
   ) {}
 
   get instanceId(): string {
@@ -54,8 +54,7 @@ export class DeviceRelay {
 
   /** Drops console code still being received. */
   stop(): void {
-    for (const { timer } of this.consoleParts.values()) clearTimeout(timer);
-    this.consoleParts.clear();
+    this.incoming.clear();
   }
 
   /** Sends console code to the device's console on whichever instance holds it; false when nobody does. */
@@ -64,12 +63,8 @@ export class DeviceRelay {
     const holder = await this.link.holder(deviceId);
     if (holder === null || holder === this.instanceId) return false;
     const request = randomUUID();
-    const points = codePoints(code);
-    const chunks: string[] = [];
-    for (let i = 0; i < points.length || chunks.length === 0; i += CONSOLE_CHUNK) {
-      chunks.push(points.slice(i, i + CONSOLE_CHUNK).join(''));
-    }
-    const answer = this.answerTo(request);
+    const chunks = chunksOf(code);
+    const answer = this.answerTo(request, RELAY_ACK_TIMEOUT_MS, false);
     try {
       for (const [part, data] of chunks.entries()) {
         await this.bus.publish(deviceId, {
@@ -94,11 +89,42 @@ export class DeviceRelay {
     const holder = await this.link.holder(deviceId);
     if (holder === null || holder === this.instanceId) return false;
     const request = randomUUID();
-    const answer = this.answerTo(request);
+    const answer = this.answerTo(request, RELAY_ACK_TIMEOUT_MS, false);
     try {
       await this.bus.publish(deviceId, { kind: 'command', to: holder, request, command });
     } catch (err) {
       this.waiters.get(request)?.(false);
+      throw err;
+    }
+    return answer;
+  }
+
+  /**
+   * Runs a support script on the device on whichever instance holds its socket: its output, or null when no
+   * socket can run it or the device does not answer within `timeoutMs`.
+   */
+  async runScript(deviceId: string, text: string, timeoutMs: number): Promise<string | null> {
+    if (this.scripts.holds(deviceId)) return this.scripts.run(deviceId, text, timeoutMs);
+    const holder = await this.link.holder(deviceId);
+    if (holder === null || holder === this.instanceId) return null;
+    const request = randomUUID();
+    const chunks = chunksOf(text);
+    // The holder answers within timeoutMs (null when the device did not): the margin is for the bus.
+    const answer = this.answerTo<string | null>(request, timeoutMs + RELAY_ACK_TIMEOUT_MS, null);
+    try {
+      for (const [part, data] of chunks.entries()) {
+        await this.bus.publish(deviceId, {
+          kind: 'script',
+          to: holder,
+          request,
+          part,
+          parts: chunks.length,
+          data,
+          timeoutMs,
+        });
+      }
+    } catch (err) {
+      this.waiters.get(request)?.(null);
       throw err;
     }
     return answer;
@@ -117,17 +143,17 @@ export class DeviceRelay {
     return true;
   }
 
-  /** The answer of another instance to `request` (false when none comes in time). */
-  private answerTo(request: string): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
+  /** The answer of another instance to `request` (`fallback` when none comes within `timeoutMs`). */
+  private answerTo<T>(request: string, timeoutMs: number, fallback: T): Promise<T> {
+    return new Promise<T>((resolve) => {
       const timer = setTimeout(() => {
         this.waiters.delete(request);
-        resolve(false);
-      }, RELAY_ACK_TIMEOUT_MS);
-      this.waiters.set(request, (ok) => {
+        resolve(fallback);
+      }, timeoutMs);
+      this.waiters.set(request, (answer) => {
         clearTimeout(timer);
         this.waiters.delete(request);
-        resolve(ok);
+        resolve(answer as T);
       });
     });
   }
@@ -216,6 +242,20 @@ export class DeviceRelay {
       case 'command-ack':
         if (message.to === this.instanceId) this.waiters.get(message.request)?.(message.ok);
         return;
+      case 'script':
+        if (message.to === this.instanceId) this.scriptPart(from, deviceId, message);
+        return;
+      case 'script-output': {
+        if (message.to !== this.instanceId) return;
+        const output = this.incoming.add(
+          `output:${message.request}`,
+          message.part,
+          message.parts,
+          message.data,
+        );
+        if (output !== null) this.waiters.get(message.request)?.(message.ok ? output : null);
+        return;
+      }
       case 'command': {
         if (message.to !== this.instanceId) return;
         const ok = this.commandHere(deviceId, message.command);
@@ -232,26 +272,83 @@ export class DeviceRelay {
     deviceId: string,
     message: { request: string; part: number; parts: number; data: string },
   ): void {
-    const { request, part, parts } = message;
-    if (!Number.isInteger(parts) || parts < 1 || parts > 10_000 || !Number.isInteger(part)) return;
-    if (part < 0 || part >= parts || typeof message.data !== 'string') return;
-    let entry = this.consoleParts.get(request);
+    const code = this.incoming.add(`console:${message.request}`, message.part, message.parts, message.data);
+    if (code === null) return;
+    const ok = this.console.sendHere(deviceId, code);
+    this.bus
+      .publish(deviceId, { kind: 'console-ack', to: from, request: message.request, ok })
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
+  }
+
+  /** A part of a script for a device held here: once whole, run, and the output sent back in parts. */
+  private scriptPart(
+    from: string,
+    deviceId: string,
+    message: { request: string; part: number; parts: number; data: string; timeoutMs: number },
+  ): void {
+    const text = this.incoming.add(`script:${message.request}`, message.part, message.parts, message.data);
+    if (text === null) return;
+    const timeoutMs = Number.isInteger(message.timeoutMs)
+      ? Math.min(Math.max(message.timeoutMs, 0), 600_000)
+      : 0;
+    void this.scripts
+      .run(deviceId, text, timeoutMs)
+      .then(async (output) => {
+        const chunks = chunksOf(output ?? '');
+        for (const [part, data] of chunks.entries()) {
+          await this.bus.publish(deviceId, {
+            kind: 'script-output',
+            to: from,
+            request: message.request,
+            part,
+            parts: chunks.length,
+            data,
+            ok: output !== null,
+          });
+        }
+      })
+      .catch((err: unknown) => this.logger.warn({ err }, 'script output not sent'));
+  }
+}
+
+/** Text in parts of CONSOLE_CHUNK code points (at least one part): each fits one bus message. */
+function chunksOf(text: string): string[] {
+  const points = codePoints(text);
+  const chunks: string[] = [];
+  for (let i = 0; i < points.length || chunks.length === 0; i += CONSOLE_CHUNK) {
+    chunks.push(points.slice(i, i + CONSOLE_CHUNK).join(''));
+  }
+  return chunks;
+}
+
+/** Texts arriving in numbered parts, each whole once every part came (forgotten after 30 s unfinished). */
+class Reassembly {
+  private readonly pending = new Map<string, { parts: string[]; received: number; timer: NodeJS.Timeout }>();
+
+  /** Adds a part; the whole text once its last part came, else null (a malformed part is ignored). */
+  add(key: string, part: number, parts: number, data: unknown): string | null {
+    if (!Number.isInteger(parts) || parts < 1 || parts > 10_000 || !Number.isInteger(part)) return null;
+    if (part < 0 || part >= parts || typeof data !== 'string') return null;
+    let entry = this.pending.get(key);
     if (!entry) {
-      const timer = setTimeout(() => this.consoleParts.delete(request), 30_000);
+      const timer = setTimeout(() => this.pending.delete(key), 30_000);
       timer.unref();
       entry = { parts: new Array<string>(parts), received: 0, timer };
-      this.consoleParts.set(request, entry);
+      this.pending.set(key, entry);
     }
+    if (entry.parts.length !== parts) return null;
     if (entry.parts[part] === undefined) {
-      entry.parts[part] = message.data;
+      entry.parts[part] = data;
       entry.received++;
     }
-    if (entry.received < parts) return;
+    if (entry.received < parts) return null;
     clearTimeout(entry.timer);
-    this.consoleParts.delete(request);
-    const ok = this.console.sendHere(deviceId, entry.parts.join(''));
-    this.bus
-      .publish(deviceId, { kind: 'console-ack', to: from, request, ok })
-      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
+    this.pending.delete(key);
+    return entry.parts.join('');
+  }
+
+  clear(): void {
+    for (const { timer } of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
   }
 }

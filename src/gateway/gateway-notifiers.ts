@@ -1,5 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { type DeviceCommand, DeviceCommands, DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import {
+  type DeviceCommand,
+  DeviceCommands,
+  DeviceConsole,
+  DeviceScripts,
+  UpdateNotifier,
+} from '../devices/device-console';
 import { DeviceRelay } from './device-relay';
 
 /** Console code goes to the device's console socket, on whichever instance holds it. */
@@ -23,6 +29,18 @@ export class GatewayDeviceCommands extends DeviceCommands {
 
   run(deviceId: string, command: DeviceCommand): Promise<boolean> {
     return this.relay.command(deviceId, command);
+  }
+}
+
+/** Support scripts run on the device's socket, on whichever instance holds it. */
+@Injectable()
+export class GatewayDeviceScripts extends DeviceScripts {
+  constructor(private readonly relay: DeviceRelay) {
+    super();
+  }
+
+  run(deviceId: string, text: string, timeoutMs: number): Promise<string | null> {
+    return this.relay.runScript(deviceId, text, timeoutMs);
   }
 }
 

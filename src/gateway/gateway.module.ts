@@ -3,7 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { ServerKeyService } from '../device-auth/server-key.service';
-import { DeviceCommands, DeviceConsole, UpdateNotifier } from '../devices/device-console';
+import { DeviceCommands, DeviceConsole, DeviceScripts, UpdateNotifier } from '../devices/device-console';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareModule } from '../firmware/firmware.module';
 import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
@@ -24,7 +24,13 @@ import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
 import { GatewayInstancesRepository } from './gateway-instances.repository';
-import { GatewayDeviceCommands, GatewayDeviceConsole, GatewayUpdateNotifier } from './gateway-notifiers';
+import { ScriptRunner } from './script-runner';
+import {
+  GatewayDeviceCommands,
+  GatewayDeviceConsole,
+  GatewayDeviceScripts,
+  GatewayUpdateNotifier,
+} from './gateway-notifiers';
 import { PresenceService } from './presence.service';
 import { RolloutSignals } from './rollout-signals';
 
@@ -68,15 +74,18 @@ import { RolloutSignals } from './rollout-signals';
     ExtensionsChannel,
     ChannelRouter,
     DeviceRelay,
+    ScriptRunner,
     DeviceGateway,
     RolloutSignals,
     { provide: DeviceConsole, useClass: GatewayDeviceConsole },
     { provide: DeviceCommands, useClass: GatewayDeviceCommands },
+    { provide: DeviceScripts, useClass: GatewayDeviceScripts },
     { provide: UpdateNotifier, useClass: GatewayUpdateNotifier },
   ],
   exports: [
     DeviceConsole,
     DeviceCommands,
+    DeviceScripts,
     UpdateNotifier,
     DeviceGateway,
     DeviceBus,

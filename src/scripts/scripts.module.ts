@@ -8,5 +8,6 @@ import { ScriptsService } from './scripts.service';
   imports: [ProductsModule],
   controllers: [ScriptsController],
   providers: [ScriptsService, ScriptsRepository],
+  exports: [ScriptsService],
 })
 export class ScriptsModule {}

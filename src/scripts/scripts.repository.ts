@@ -28,6 +28,25 @@ export class ScriptsRepository {
     return rows[0] ?? null;
   }
 
+  /**
+   * The script to run for `nameOrId`, as NervesHub finds it: by name first (the oldest of that name: names are not
+   * unique), else by id when it is one.
+   */
+  async findByNameOrId(
+    productId: string,
+    name: string,
+    id: string | null,
+  ): Promise<{ id: string; text: string } | null> {
+    const rows = await readRows<{ id: string; text: string }>(
+      this.db,
+      `SELECT id, text FROM support_scripts
+        WHERE product_id = $1 AND (name = $2 OR id = $3::bigint)
+        ORDER BY name = $2 DESC, id LIMIT 1`,
+      [productId, name, id],
+    );
+    return rows[0] ?? null;
+  }
+
   /** One page of a product's scripts, oldest first. */
   listPage(productId: string, pageSize: number, offset: number): Promise<ScriptRow[]> {
     return this.db.query<ScriptRow[]>(

@@ -74,9 +74,29 @@ export class ScriptsService {
   ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
     const page = parsePageRequest(query);
     const product = await this.products.findInOrg(access, productName);
+    return this.page(product.id, page);
+  }
+
+  /** `GET /api/devices/{identifier}/scripts`: the scripts of the device's product, as the product's list. */
+  async listInProduct(
+    productId: string,
+    query: RawQuery,
+  ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
+    return this.page(productId, parsePageRequest(query));
+  }
+
+  /** The text of the script a device is asked to run (`name_or_id`: NervesHub's lookup), or null. */
+  async findRunnable(productId: string, nameOrId: string): Promise<{ id: string; text: string } | null> {
+    return this.scripts.findByNameOrId(productId, nameOrId, parseBigId(nameOrId));
+  }
+
+  private async page(
+    productId: string,
+    page: ReturnType<typeof parsePageRequest>,
+  ): Promise<{ data: ScriptView[]; pagination: PaginationView }> {
     const [rows, count] = await Promise.all([
-      this.scripts.listPage(product.id, page.pageSize, page.offset),
-      this.scripts.countInProduct(product.id),
+      this.scripts.listPage(productId, page.pageSize, page.offset),
+      this.scripts.countInProduct(productId),
     ]);
     return { data: rows.map(scriptView), pagination: paginationView(page, count) };
   }

@@ -18,6 +18,10 @@ function render(exception: unknown, request: object = PLAIN_REQUEST, headersSent
       this.statusCode = code;
       return this;
     },
+    type(value: string) {
+      this.headers['Content-Type'] = value;
+      return this;
+    },
     json(body: unknown) {
       this.body = body;
       return this;
@@ -62,6 +66,7 @@ describe('AllExceptionsFilter: every row of the contract error table', () => {
     ],
     [DomainError.invalid({ name: ["can't be blank"] }), 422, { errors: { name: ["can't be blank"] } }],
     [DomainError.conflict('device is not connected'), 409, { errors: { detail: 'device is not connected' } }],
+    [DomainError.deviceUnavailable(), 403, { errors: { detail: 'device not available or responding' } }],
     [new PayloadTooLargeException(), 413, { errors: { detail: 'request body is too large' } }],
     [
       new BadRequestException('Failed to decode param'),
@@ -72,6 +77,8 @@ describe('AllExceptionsFilter: every row of the contract error table', () => {
     const response = render(exception);
     expect(response.statusCode).toBe(status);
     expect(response.body).toEqual(body);
+    // JSON even where the route set a content type of its own for its success answer.
+    expect(response.headers['Content-Type']).toBe('json');
   });
 
   it('a body-parser error is mapped by its type', () => {

@@ -94,7 +94,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     if (!domain) {
       this.logUnexpected(request, response, 500, exception);
-      response.status(500).json({ errors: { detail: INTERNAL_DETAIL } });
+      // `type`: a route may have set its own content type (`@Header`) for its success answer.
+      response
+        .status(500)
+        .type('json')
+        .json({ errors: { detail: INTERNAL_DETAIL } });
       return;
     }
     const { status, body } = errorBody(domain);
@@ -109,7 +113,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       );
     }
     for (const [name, value] of Object.entries(domain.headers)) response.setHeader(name, value);
-    response.status(status).json(body);
+    response.status(status).type('json').json(body);
   }
 
   private logUnexpected(request: Request, response: Response, status: number, exception: unknown): void {

@@ -34,6 +34,11 @@ export class DomainError extends Error {
     return new DomainError(ErrorCode.BAD_REQUEST, detail);
   }
 
+  /** NervesHub's answer to a support script no device ran: its own message, not the constant 403 text. */
+  static deviceUnavailable(): DomainError {
+    return new DomainError(ErrorCode.DEVICE_UNAVAILABLE, 'device not available or responding');
+  }
+
   static conflict(detail: string): DomainError {
     return new DomainError(ErrorCode.CONFLICT, detail);
   }

@@ -18,7 +18,14 @@ export function errorBody(error: DomainError): { status: number; body: ErrorBody
     case 'detail':
       return {
         status,
-        body: { errors: { detail: status === 404 || status === 403 ? NOT_FOUND_DETAIL : error.detail } },
+        body: {
+          errors: {
+            detail:
+              (status === 404 || status === 403) && error.code !== ErrorCode.DEVICE_UNAVAILABLE
+                ? NOT_FOUND_DETAIL
+                : error.detail,
+          },
+        },
       };
   }
 }

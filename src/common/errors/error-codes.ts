@@ -9,6 +9,8 @@ export enum ErrorCode {
   BAD_REQUEST = 'BAD_REQUEST',
   VALIDATION_FAILED = 'VALIDATION_FAILED',
   CONFLICT = 'CONFLICT',
+  /** A support script found no device to run it, or no answer in time (NervesHub's 403 with its message). */
+  DEVICE_UNAVAILABLE = 'DEVICE_UNAVAILABLE',
   PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE',
   RATE_LIMITED = 'RATE_LIMITED',
@@ -29,6 +31,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },
   [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },
   [ErrorCode.CONFLICT]: { status: 409, shape: 'detail' },
+  [ErrorCode.DEVICE_UNAVAILABLE]: { status: 403, shape: 'detail' },
   [ErrorCode.PAYLOAD_TOO_LARGE]: { status: 413, shape: 'detail' },
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: { status: 415, shape: 'detail' },
   [ErrorCode.RATE_LIMITED]: { status: 429, shape: 'detail' },

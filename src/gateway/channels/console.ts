@@ -4,6 +4,7 @@ import { ConsoleOutputService } from '../console-output.service';
 import type { DeviceConnection } from '../device-connection';
 import { DeviceConnections } from '../device-connections';
 import { codePoints, encodeReply, type PhoenixFrame } from '../phoenix-frames';
+import { ScriptRunner } from '../script-runner';
 
 /** The `console` channel: what the device prints (`up`) is kept; console code goes down as `dn` frames. */
 @Injectable()
@@ -11,6 +12,7 @@ export class ConsoleChannel {
   constructor(
     private readonly connections: DeviceConnections,
     private readonly output: ConsoleOutputService,
+    private readonly scripts: ScriptRunner,
   ) {}
 
   join(conn: DeviceConnection, frame: PhoenixFrame): void {
@@ -22,6 +24,7 @@ export class ConsoleChannel {
   handle(conn: DeviceConnection, frame: PhoenixFrame): void {
     if (frame.event === 'up' && typeof frame.payload.data === 'string') {
       this.output.append(conn.deviceId, frame.payload.data.replace(/\0/g, ''));
+      this.scripts.consoleOutput(conn, frame.payload.data);
     }
   }
 

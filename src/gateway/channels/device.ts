@@ -13,6 +13,7 @@ import {
 import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
 import { PresenceService } from '../presence.service';
 import { RolloutSignals } from '../rollout-signals';
+import { ScriptRunner } from '../script-runner';
 
 /**
  * The `device` channel (device-protocol.md 3): the join stores the firmware metadata and answers with the public
@@ -28,6 +29,7 @@ export class DeviceChannel {
     private readonly admission: Admission,
     private readonly bus: DeviceBus,
     private readonly signals: RolloutSignals,
+    private readonly scripts: ScriptRunner,
   ) {}
 
   async join(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
@@ -71,6 +73,7 @@ export class DeviceChannel {
       if (params.archive_public_keys === 'on_connect') conn.push('device', 'archive_public_keys', { keys });
     }
     const apiVersion = typeof params.device_api_version === 'string' ? params.device_api_version : '';
+    conn.runsScripts = semver.valid(apiVersion) !== null && semver.gte(apiVersion, '2.1.0');
     if (semver.valid(apiVersion) && semver.gte(apiVersion, '2.2.0')) {
       conn.push('device', 'extensions:get', {});
     }
@@ -108,15 +111,19 @@ export class DeviceChannel {
       case 'fwup_progress':
       case 'update_progress':
         return this.progress(conn, frame.payload);
+      case 'scripts/run':
+        this.scripts.answered(conn, frame.payload);
+        return;
       default:
         // rebooting, firmware_validated, report_network_interface, scripts/run...: accepted, never answered.
         return;
     }
   }
 
-  /** The connection closed: a progress write still waiting is dropped. */
+  /** The connection closed: a progress write still waiting is dropped, a script run ends unanswered. */
   closed(conn: DeviceConnection): void {
     if (conn.progress?.timer) clearTimeout(conn.progress.timer);
+    this.scripts.closed(conn);
   }
 
   /** `fwup_progress`: written when the stage changes or at 100, else at most every 2 s (the last value wins). */
