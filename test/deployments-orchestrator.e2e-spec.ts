@@ -482,6 +482,13 @@ describe('deployment orchestrator (two instances)', () => {
       async () => first.updates.length + second.updates.length,
       (n) => n === 2,
     );
+    // A claim not sent yet (its device is away, or its claimer died): the pause takes it back.
+    await a.db.query(
+      `INSERT INTO pending_updates (device_id, firmware_id, deployment_group_id, deployment_release_id, expires_at)
+       SELECT d.id, r.firmware_id, r.deployment_group_id, r.id, now() + interval '1 hour'
+         FROM devices d, deployment_releases r WHERE d.identifier = $1 AND r.id = $2`,
+      [third.identifier, group.releaseId],
+    );
     // Both fail (and go in the penalty box): the release has failed twice.
     await first.fail();
     await second.fail();
@@ -508,7 +515,7 @@ describe('deployment orchestrator (two instances)', () => {
       {
         action: 'deployment_group.pause',
         actor_type: 'system',
-        details: { reason: paused.paused_reason, release: 1, failed_count: 2 },
+        details: { reason: paused.paused_reason, release: 1, failed_count: 2, withdrawn_updates: 1 },
       },
     ]);
     const metrics = [a, b].map(async (t) => (await t.http().get('/metrics')).text);

@@ -94,6 +94,11 @@ export class FirmwareRecordsService {
     return this.pendingUpdates.undeliveredOfGroup(groupId);
   }
 
+  /** Deployment orchestrator: a group that paused itself takes back the updates it claimed and never sent. */
+  withdrawUndeliveredDeploymentUpdates(groupId: string, tx: Queryable): Promise<number> {
+    return this.pendingUpdates.deleteUndeliveredOfGroup(groupId, tx);
+  }
+
   /**
    * The device's delivered update failed or was ignored (the row goes); answers the deployment group and release
    * it belonged to (both null for a manual upgrade), or null when there was none.

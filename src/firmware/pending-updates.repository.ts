@@ -199,6 +199,15 @@ export class PendingUpdatesRepository {
     return rows.map((row) => row.device_id);
   }
 
+  /** Deletes the group's claimed updates not sent yet; answers how many. */
+  async deleteUndeliveredOfGroup(groupId: string, tx: Queryable): Promise<number> {
+    const [, count] = await tx.query<[unknown[], number]>(
+      `DELETE FROM pending_updates WHERE deployment_group_id = $1 AND delivered_at IS NULL`,
+      [groupId],
+    );
+    return count;
+  }
+
   /** Deletes the device's delivered update (failed, ignored); answers its deployment group and release if any. */
   async deleteDeliveredReturning(
     deviceId: string,

@@ -341,8 +341,12 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     );
     if (penalised.length > 0)
       this.logger.log(`deployment group ${rule.group_id}: ${penalised.length} device(s) in the penalty box`);
+    // Under the group's claim lock: a claim either commits before the pause or finds the group inactive, and
+    // the claimed updates not sent yet are withdrawn with the pause, so that no update starts after it.
+    await this.repo.lockClaims(rule.group_id, tx);
     const paused = await this.repo.addReleaseFailures(releaseId, deviceIds.length, tx);
     if (!paused) return;
+    const withdrawn = await this.firmwares.withdrawUndeliveredDeploymentUpdates(paused.id, tx);
     await this.audit.record(tx, {
       orgId: paused.org_id,
       actor: null,
@@ -353,6 +357,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
         reason: paused.paused_reason,
         release: paused.release_number,
         failed_count: paused.failed_count,
+        withdrawn_updates: withdrawn,
       },
     });
     this.paused.inc();

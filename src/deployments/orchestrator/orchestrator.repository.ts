@@ -56,13 +56,18 @@ export class DeploymentOrchestratorRepository {
    * reads the group, or null when it is not active or has no release.
    */
   async lockForClaim(groupId: string, tx: Queryable): Promise<ClaimableGroup | null> {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('deployment-claim'), hashtext($1))`, [groupId]);
+    await this.lockClaims(groupId, tx);
     const [row] = await tx.query<ClaimableGroup[]>(
       `SELECT id, current_release_id, queue_management FROM deployment_groups
         WHERE id = $1 AND is_active AND current_release_id IS NOT NULL`,
       [groupId],
     );
     return row ?? null;
+  }
+
+  /** Takes the group's claim lock until `tx` ends: no claim of the group runs meanwhile, on any instance. */
+  async lockClaims(groupId: string, tx: Queryable): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('deployment-claim'), hashtext($1))`, [groupId]);
   }
 
   /** The rules of the release's group, or null when the release is gone. */
