@@ -19,7 +19,7 @@ import { ScriptView } from '../scripts/dto/script.dto';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { PaginationView } from '../common/http/pagination';
-import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { ApiOperationDoc, ApiPaginationQuery } from '../common/openapi/api-docs';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
@@ -41,6 +41,35 @@ const text = (name: string, description: string) =>
     schema: { type: 'string', maxLength: 255 },
   });
 
+/** The script-run routes (both device paths): parameters, text answer, NervesHub's errors. */
+const ScriptRunDocs = () =>
+  applyDecorators(
+    ApiParam({ name: 'name_or_id', description: "The script's name (the oldest of that name), else its id" }),
+    ApiQuery({
+      name: 'timeout',
+      required: false,
+      description: "How long to wait for the device's answer, in milliseconds (default 30000)",
+      schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
+    }),
+    ApiProduces('text/plain'),
+    ApiOperationDoc({
+      summary: 'Run a support script on a device and answer its output',
+      description:
+        "NervesHub's script run: the device (device API 2.1.0 and later) evaluates the script and sends back what it " +
+        'printed and returned; older devices get it typed into their console. 200 `text/plain` with the output; ' +
+        '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
+        'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
+        "Extension of 2.0.0 (NervesHub's route).",
+      errors: [422],
+    }),
+    ApiResponse({
+      status: 200,
+      description: 'The output',
+      content: { 'text/plain': { schema: { type: 'string' } } },
+    }),
+    Header('Content-Type', 'text/plain; charset=utf-8'),
+  );
+
 const DeviceListQueryDocs = () =>
   applyDecorators(
     ApiQuery({
@@ -53,16 +82,7 @@ const DeviceListQueryDocs = () =>
       required: false,
       schema: { type: 'string', enum: ['asc', 'desc'], default: 'asc' },
     }),
-    ApiQuery({
-      name: 'pagination[page]',
-      required: false,
-      schema: { type: 'integer', minimum: 1, default: 1 },
-    }),
-    ApiQuery({
-      name: 'pagination[page_size]',
-      required: false,
-      schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
-    }),
+    ApiPaginationQuery(),
     text('identifier', 'Case-insensitive substring of the identifier'),
     text('search', 'Case-insensitive substring of identifier, description, tags or firmware version'),
     text('tags', 'Comma-separated; a device must carry every tag listed'),
@@ -297,30 +317,7 @@ export class DevicesController {
   @Post(':identifier/scripts/:name_or_id')
   @Route('devices.scripts.run')
   @ApiParam({ name: 'identifier' })
-  @ApiParam({ name: 'name_or_id', description: "The script's name (the oldest of that name), else its id" })
-  @ApiQuery({
-    name: 'timeout',
-    required: false,
-    description: "How long to wait for the device's answer, in milliseconds (default 30000)",
-    schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
-  })
-  @ApiProduces('text/plain')
-  @ApiOperationDoc({
-    summary: 'Run a support script on a device and answer its output',
-    description:
-      "NervesHub's script run: the device (device API 2.1.0 and later) evaluates the script and sends back what it " +
-      'printed and returned; older devices get it typed into their console. 200 `text/plain` with the output; ' +
-      '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
-      'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
-      "Extension of 2.0.0 (NervesHub's route).",
-    errors: [422],
-  })
-  @ApiResponse({
-    status: 200,
-    description: 'The output',
-    content: { 'text/plain': { schema: { type: 'string' } } },
-  })
-  @Header('Content-Type', 'text/plain; charset=utf-8')
+  @ScriptRunDocs()
   @HttpCode(200)
   runScript(
     @CurrentAccess() access: OrgAccess,
@@ -417,16 +414,7 @@ export class DevicesShortController {
 
   @Get('scripts')
   @Route('devices.short.scripts')
-  @ApiQuery({
-    name: 'pagination[page]',
-    required: false,
-    schema: { type: 'integer', minimum: 1, default: 1 },
-  })
-  @ApiQuery({
-    name: 'pagination[page_size]',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
-  })
+  @ApiPaginationQuery()
   @ApiOperationDoc({
     summary: "The support scripts of the device's product",
     description: "As the product's script list. Extension of 2.0.0 (NervesHub's route).",
@@ -440,30 +428,7 @@ export class DevicesShortController {
 
   @Post('scripts/:name_or_id')
   @Route('devices.short.scripts.run')
-  @ApiParam({ name: 'name_or_id', description: "The script's name (the oldest of that name), else its id" })
-  @ApiQuery({
-    name: 'timeout',
-    required: false,
-    description: "How long to wait for the device's answer, in milliseconds (default 30000)",
-    schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
-  })
-  @ApiProduces('text/plain')
-  @ApiOperationDoc({
-    summary: 'Run a support script on a device and answer its output',
-    description:
-      "NervesHub's script run: the device (device API 2.1.0 and later) evaluates the script and sends back what it " +
-      'printed and returned; older devices get it typed into their console. 200 `text/plain` with the output; ' +
-      '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
-      'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
-      "Extension of 2.0.0 (NervesHub's route).",
-    errors: [422],
-  })
-  @ApiResponse({
-    status: 200,
-    description: 'The output',
-    content: { 'text/plain': { schema: { type: 'string' } } },
-  })
-  @Header('Content-Type', 'text/plain; charset=utf-8')
+  @ScriptRunDocs()
   @HttpCode(200)
   runScript(
     @CurrentAccess() access: DeviceAccess,

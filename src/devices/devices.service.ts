@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { type PaginationView, paginationView, type RawQuery } from '../common/http/pagination';
 import { normaliseTags, UUID_PATTERN } from '../common/values';
-import { Transactions } from '../database/transactions';
+import { Transactions, type Tx } from '../database/transactions';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { ProductsService } from '../products/products.service';
 import { ScriptsService } from '../scripts/scripts.service';
@@ -294,7 +294,7 @@ export class DevicesService {
         actor: access.actor,
         action: `device.${command}`,
         targetType: 'device',
-        targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+        targetId: await this.auditTarget(deviceId, identifier, tx),
         details: {},
       }),
     );
@@ -312,10 +312,15 @@ export class DevicesService {
         actor: access.actor,
         action: 'device.penalty_clear',
         targetType: 'device',
-        targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+        targetId: await this.auditTarget(deviceId, identifier, tx),
         details: {},
       });
     });
+  }
+
+  /** How audit entries name the device: its identifier (read in `tx` when the short route gave only its id). */
+  private async auditTarget(deviceId: string, identifier: string | null, tx: Tx): Promise<string> {
+    return identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId;
   }
 
   /** The id of the product's device, or 404 (product or device unknown, or not the caller's). */
@@ -347,7 +352,7 @@ export class DevicesService {
           actor: access.actor,
           action: 'device.upgrade',
           targetType: 'device',
-          targetId: identifier ?? (await this.devices.findIdentifierById(deviceId, tx)) ?? deviceId,
+          targetId: await this.auditTarget(deviceId, identifier, tx),
           details: { firmware_uuid: uuid.toLowerCase() },
         });
       });

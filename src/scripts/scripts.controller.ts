@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Put, Query, HttpCode } from '@nestjs/common';
 import { SetsLocation } from '../common/http/created';
-import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
-import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { ApiOperationDoc, ApiPaginationQuery } from '../common/openapi/api-docs';
 import { PaginationView, type RawQuery } from '../common/http/pagination';
 import { CreateScriptDto, ScriptView, UpdateScriptDto } from './dto/script.dto';
 import { ScriptsService } from './scripts.service';
@@ -43,16 +43,7 @@ export class ScriptsController {
 
   @Get()
   @Route('scripts.list')
-  @ApiQuery({
-    name: 'pagination[page]',
-    required: false,
-    schema: { type: 'integer', minimum: 1, default: 1 },
-  })
-  @ApiQuery({
-    name: 'pagination[page_size]',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
-  })
+  @ApiPaginationQuery()
   @ApiOperationDoc({
     summary: "List a product's support scripts (oldest first)",
     description: 'Extension of 2.0.0. Paginated like the device list.',

@@ -15,17 +15,9 @@ export function errorBody(error: DomainError): { status: number; body: ErrorBody
       };
     case 'fields':
       return { status, body: { errors: error.fields } };
+    case 'constant':
+      return { status, body: { errors: { detail: NOT_FOUND_DETAIL } } };
     case 'detail':
-      return {
-        status,
-        body: {
-          errors: {
-            detail:
-              (status === 404 || status === 403) && error.code !== ErrorCode.DEVICE_UNAVAILABLE
-                ? NOT_FOUND_DETAIL
-                : error.detail,
-          },
-        },
-      };
+      return { status, body: { errors: { detail: error.detail } } };
   }
 }

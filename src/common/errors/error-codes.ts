@@ -20,14 +20,18 @@ export enum ErrorCode {
   INTERNAL = 'INTERNAL',
 }
 
-export type ErrorBodyShape = 'auth' | 'detail' | 'fields';
+/**
+ * `constant`: `{"errors":{"detail":<the constant text>}}`, whatever the error says: lookup and authorization failures
+ * must not tell each other apart. `detail`: the error's own text.
+ */
+export type ErrorBodyShape = 'auth' | 'constant' | 'detail' | 'fields';
 
 export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodyShape }> = {
   [ErrorCode.UNAUTHENTICATED]: { status: 401, shape: 'auth' },
   [ErrorCode.READ_ONLY_TOKEN]: { status: 403, shape: 'auth' },
-  [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'detail' },
-  [ErrorCode.INVALID_DOWNLOAD_LINK]: { status: 403, shape: 'detail' },
-  [ErrorCode.NOT_FOUND]: { status: 404, shape: 'detail' },
+  [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'constant' },
+  [ErrorCode.INVALID_DOWNLOAD_LINK]: { status: 403, shape: 'constant' },
+  [ErrorCode.NOT_FOUND]: { status: 404, shape: 'constant' },
   [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },
   [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },
   [ErrorCode.CONFLICT]: { status: 409, shape: 'detail' },

@@ -4,6 +4,7 @@ import {
   ApiExtraModels,
   ApiOperation,
   ApiProperty,
+  ApiQuery,
   ApiResponse,
   getSchemaPath,
 } from '@nestjs/swagger';
@@ -129,4 +130,20 @@ export function ApiOperationDoc(doc: OperationDoc) {
   }
   if (!doc.isPublic) decorators.push(ApiBearerAuth('bearer_auth'));
   return applyDecorators(ApiExtraModels(...models), ...decorators);
+}
+
+/** The page parameters of a list paginated as devices are (`pagination[page]`, `pagination[page_size]`). */
+export function ApiPaginationQuery() {
+  return applyDecorators(
+    ApiQuery({
+      name: 'pagination[page]',
+      required: false,
+      schema: { type: 'integer', minimum: 1, default: 1 },
+    }),
+    ApiQuery({
+      name: 'pagination[page_size]',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: 500, default: 10 },
+    }),
+  );
 }
