@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { Controller, Get, Query, StreamableFile } from '@nestjs/common';
-import { ApiParam, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { PaginationView } from '../common/http/pagination';
@@ -41,15 +41,14 @@ export class AuditController {
   @Get('audit_logs.csv')
   @Route('audit.export')
   @applyAll(FILTERS)
-  @ApiProduces('text/csv')
   @ApiOperationDoc({
     summary: "Export the organization's audit log as CSV",
     description:
       'Extension of 2.0.0. Same filters as the JSON list, newest first, streamed. RFC 4180 quoting; a cell ' +
       "starting with `=`, `+`, `-` or `@` is prefixed with `'` so that spreadsheets do not run it.",
+    text: { mediaType: 'text/csv', description: 'CSV' },
     errors: [422],
   })
-  @ApiResponse({ status: 200, description: 'CSV', content: { 'text/csv': { schema: { type: 'string' } } } })
   async exportCsv(
     @CurrentAccess() access: OrgAccess,
     @Query(AuditExportQueryPipe) filters: AuditFilters,

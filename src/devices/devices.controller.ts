@@ -13,7 +13,7 @@ import {
   Header,
 } from '@nestjs/common';
 import { SetsLocation } from '../common/http/created';
-import { ApiParam, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { RawQuery } from '../common/http/pagination';
 import { ScriptView } from '../scripts/dto/script.dto';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
@@ -51,7 +51,6 @@ const ScriptRunDocs = () =>
       description: "How long to wait for the device's answer, in milliseconds (default 30000)",
       schema: { type: 'integer', minimum: 1, maximum: 300000, default: 30000 },
     }),
-    ApiProduces('text/plain'),
     ApiOperationDoc({
       summary: 'Run a support script on a device and answer its output',
       description:
@@ -60,12 +59,8 @@ const ScriptRunDocs = () =>
         '403 `{"errors":{"detail":"device not available or responding"}}` when the device is not connected or does ' +
         'not answer within `timeout`; 404 for an unknown script. Runs on one device wait for each other. ' +
         "Extension of 2.0.0 (NervesHub's route).",
+      text: { mediaType: 'text/plain', description: "The script's output" },
       errors: [422],
-    }),
-    ApiResponse({
-      status: 200,
-      description: 'The output',
-      content: { 'text/plain': { schema: { type: 'string' } } },
     }),
     Header('Content-Type', 'text/plain; charset=utf-8'),
   );

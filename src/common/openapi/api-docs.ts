@@ -67,6 +67,8 @@ export interface OperationDoc {
    * method or by its own `@HttpCode` (a test checks that the two agree).
    */
   status?: number;
+  /** A success body that is not JSON (its media type and what it holds); error bodies stay JSON. */
+  text?: { mediaType: string; description: string };
   /** The `data` record type, or undefined for no content. */
   data?: Type<unknown> | [Type<unknown>];
   /** Extra top-level properties of the success body (e.g. pagination). */
@@ -116,6 +118,15 @@ export function ApiOperationDoc(doc: OperationDoc) {
         description: 'Success',
         headers,
         schema: { type: 'object', required: ['data'], properties: { data: dataSchema, ...extra } },
+      }),
+    );
+  } else if (doc.text) {
+    decorators.push(
+      ApiResponse({
+        status,
+        description: doc.text.description,
+        headers,
+        content: { [doc.text.mediaType]: { schema: { type: 'string' } } },
       }),
     );
   } else {
