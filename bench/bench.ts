@@ -50,6 +50,12 @@ import {
 } from './sockets';
 
 const argv = process.argv.slice(2);
+/** What `npm run start:prod` gives `node` before the entry point: the server runs here as it runs in production. */
+const PRODUCTION_NODE_FLAGS = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+).scripts['start:prod']
+  .split(/\s+/)
+  .slice(1, -1);
 const flag = (name: string) => argv.includes(`--${name}`);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const QUICK = flag('quick');
@@ -516,8 +522,14 @@ async function main(): Promise<void> {
       startProcess(
         name,
         'bash',
-        // BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) go to the server's node only.
-        ['-c', `ulimit -n $(ulimit -Hn); exec "$0" $BENCH_SERVER_NODE_ARGS "$1"`, process.execPath, distMain],
+        // The node flags of `npm run start:prod` (the heap limit), then BENCH_SERVER_NODE_ARGS (e.g.
+        // `--cpu-prof --cpu-prof-dir=/tmp/prof`): the server's node only.
+        [
+          '-c',
+          `ulimit -n $(ulimit -Hn); exec "$0" ${PRODUCTION_NODE_FLAGS.join(' ')} $BENCH_SERVER_NODE_ARGS "$1"`,
+          process.execPath,
+          distMain,
+        ],
         {
           DATABASE_URL: database.url,
           PORT: String(port),
@@ -599,7 +611,7 @@ async function main(): Promise<void> {
         db,
         log,
         startFleethub,
-        startFloor: (env) => startFloor('floor-downloads', env),
+        startFloor: flag('no-floor') ? null : (env) => startFloor('floor-downloads', env),
         serverDataDir,
         benchData: BENCH_DATA,
         buildSignedFw,

@@ -100,8 +100,8 @@ export interface DownloadsOptions {
   db: Client;
   log: Log;
   startFleethub: (name: string) => Promise<Started>;
-  /** The floor, with these variables added to its environment. */
-  startFloor: (env: Record<string, string>) => Promise<Started>;
+  /** The floor, with these variables added to its environment; null: fleethub only (`--no-floor`, experiments). */
+  startFloor: ((env: Record<string, string>) => Promise<Started>) | null;
   /** fleethub's FLEETHUB_DATA_DIR (the secret key, the firmware files). */
   serverDataDir: string;
   benchData: string;
@@ -338,14 +338,14 @@ export async function downloadsScenario(o: DownloadsOptions): Promise<DownloadRe
     const linkKey = keys.subkey('sign-download-urls');
     // The file name is the firmware's uuid and its tool's extension (the storage key has a random part of its own).
     const link = new DownloadLinkSigner(linkKey, '').url(row.id, `${uuid}.fw`);
-    floor = await o.startFloor({
+    floor = await o.startFloor?.({
       FLOOR_DOWNLOAD_LINK_KEY: linkKey.toString('hex'),
       FLOOR_FIRMWARE_DIR: join(o.serverDataDir, 'firmware'),
     });
     const head = Buffer.alloc(100);
     const file = await open(fwPath);
     await file.read(head, 0, head.length, 0).finally(() => file.close());
-    await checkServer('floor', floor.url + link, built.size, head);
+    if (floor) await checkServer('floor', floor.url + link, built.size, head);
     await checkServer('fleethub', fleethub.url + link, built.size, head);
     const spec = (server: Started): DownloadClientSpec => ({
       url: server.url + link,
@@ -355,11 +355,15 @@ export async function downloadsScenario(o: DownloadsOptions): Promise<DownloadRe
       seed: 16,
       hashEvery: 100,
     });
-    result.floor = await measureServer('floor', floor, o, spec(floor));
-    await stopProcess(floor.child);
-    floor = undefined;
+    if (floor) {
+      result.floor = await measureServer('floor', floor, o, spec(floor));
+      await stopProcess(floor.child);
+      floor = undefined;
+    }
     result.fleethub = await measureServer('fleethub', fleethub, o, spec(fleethub));
-    result.ratio_to_floor = Number((result.fleethub.mib_per_s / result.floor.mib_per_s).toFixed(2));
+    if (result.floor) {
+      result.ratio_to_floor = Number((result.fleethub.mib_per_s / result.floor.mib_per_s).toFixed(2));
+    }
   } catch (err) {
     o.log(`  downloads failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     result.error = (err instanceof Error ? err.message : String(err)).slice(0, 500);

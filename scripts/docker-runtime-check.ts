@@ -2,12 +2,12 @@
  * `npm run check:docker-runtime`: what the runtime stage of docker/Dockerfile does, outside a container (no
  * Docker engine runs here). From the built checkout: copies package.json, package-lock.json, dist/ and bin/ into a
  * temporary folder, runs the stage's `npm ci --omit=dev --omit=optional
- * --ignore-scripts` there, starts `node dist/src/main.js` with the image's environment (HOST=0.0.0.0,
+ * --ignore-scripts` there, starts the image's `CMD` with its environment (HOST=0.0.0.0,
  * FLEETHUB_DATA_DIR, DATABASE_URL of a scratch PostgreSQL), and checks that the HEALTHCHECK command passes while it
  * runs and fails once it has stopped, and that the CLI works from the same folder.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,9 +111,13 @@ async function main(): Promise<void> {
     };
     mkdirSync(env.FLEETHUB_DATA_DIR);
 
-    step(`node dist/src/main.js (HOST=0.0.0.0 PORT=${port})`);
+    // The image's CMD (`node --max-old-space-size=1024 dist/src/main.js`), as the Dockerfile writes it.
+    const command = JSON.parse(
+      /^CMD\s+(\[.*\])\s*$/m.exec(readFileSync(join(root, 'docker/Dockerfile'), 'utf8'))![1],
+    ) as string[];
+    step(`${command.join(' ')} (HOST=0.0.0.0 PORT=${port})`);
     const output: string[] = [];
-    server = spawn(process.execPath, ['dist/src/main.js'], {
+    server = spawn(process.execPath, command.slice(1), {
       cwd: appDir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -251,7 +251,7 @@ describe('docker/Dockerfile', () => {
     const outputs = buildOutputs();
     const commands = [lastOf(runtime, 'CMD')!, lastOf(runtime, 'HEALTHCHECK')!].map((i) => execForm(i.args));
     expect(commands.map((c) => c[0])).toEqual(['node', 'node']);
-    for (const [, file] of commands) {
+    for (const file of commands.map((c) => c.at(-1)!)) {
       expect({ file, built: outputs.has(file) }).toEqual({ file, built: true });
       // Some COPY of the runtime stage brings the file from a stage whose build wrote it there.
       const held = runtime.instructions
@@ -269,6 +269,14 @@ describe('docker/Dockerfile', () => {
         });
       expect({ file, held }).toEqual({ file, held: true });
     }
+  });
+
+  it('starts the server as `npm start` and `npm run start:prod` do (the same node flags: the heap limit)', () => {
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    const prod = scripts['start:prod'].split(/\s+/);
+    expect(prod).toEqual(expect.arrayContaining(['--max-old-space-size=1024', '--max-semi-space-size=8']));
+    expect(execForm(lastOf(runtime, 'CMD')!.args)).toEqual(prod);
+    expect(scripts.start.endsWith(`&& ${scripts['start:prod']}`)).toBe(true);
   });
 
   it('runs as a user other than root, who owns the data folder', () => {

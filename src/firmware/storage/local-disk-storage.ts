@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { access, constants, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { BufferPool, sendFileRange } from './file-sender';
+import { BufferPool, ChunkPump, sendFileRange } from './file-sender';
 import { FirmwareStorage, type StoredBytes } from './firmware-storage';
 
 /**
  * What downloads read into and write from: 64 KiB buffers (the size of a socket read, and fs streams' default),
- * 256 of them (16 MiB) shared; a download that finds them all lent uses one of its own (docs/decisions.md).
+ * 128 of them (8 MiB) shared; a download that finds them all lent for 50 ms uses one of its own of 16 KiB.
+ * At most 32 chunks are started per turn of the event loop, so that the API stays responsive (docs/decisions.md).
  */
-const DOWNLOAD_BUFFERS = new BufferPool(64 * 1024, 256);
+const DOWNLOAD_BUFFERS = new BufferPool(64 * 1024, 128, 16 * 1024);
+const DOWNLOAD_PUMP = new ChunkPump(32);
 
 /** Files under `<data dir>/firmware/<key>`; uploads land in `<data dir>/firmware/.tmp` first. */
 export class LocalDiskStorage extends FirmwareStorage {
@@ -27,7 +29,7 @@ export class LocalDiskStorage extends FirmwareStorage {
 
   async read(key: string, range?: { start: number; end: number }): Promise<StoredBytes> {
     const path = this.pathOf(key);
-    return { sendTo: (out) => sendFileRange(path, range, out, DOWNLOAD_BUFFERS) };
+    return { sendTo: (out) => sendFileRange(path, range, out, DOWNLOAD_BUFFERS, DOWNLOAD_PUMP) };
   }
 
   async size(key: string): Promise<number> {
