@@ -64,9 +64,11 @@ export class FirmwareRecordsService {
     return this.pendingUpdates.rescheduleDelivered(deviceId);
   }
 
-  /** Records the status and, when given, the progress percentage of the device's delivered update. */
-  recordUpdateProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
-    return this.pendingUpdates.recordProgress(deviceId, status, progress);
+  /** Records the status and, when given, the progress percentage of each device's delivered update. */
+  recordUpdateProgress(
+    entries: readonly { deviceId: string; status: string; progress: number | null }[],
+  ): Promise<void> {
+    return this.pendingUpdates.recordProgress(entries);
   }
 
   /** How many manual upgrades are recorded and not yet completed. */

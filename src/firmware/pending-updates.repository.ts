@@ -27,8 +27,10 @@ const MARK_DELIVERED = new PreparedStatement(
     WHERE device_id = $1 AND firmware_id = $2`,
 );
 const RECORD_PROGRESS = new PreparedStatement(
-  `UPDATE pending_updates SET status = $2, progress = COALESCE($3, progress), status_updated_at = now()
-    WHERE device_id = $1 AND delivered_at IS NOT NULL`,
+  `UPDATE pending_updates p
+      SET status = reported.status, progress = COALESCE(reported.progress, p.progress), status_updated_at = now()
+     FROM unnest($1::bigint[], $2::text[], $3::int[]) AS reported(device_id, status, progress)
+    WHERE p.device_id = reported.device_id AND p.delivered_at IS NOT NULL`,
 );
 const DELETE_FOR_FIRMWARE_RETURNING = new PreparedStatement(
   `DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2 RETURNING deployment_group_id`,
@@ -89,9 +91,19 @@ export class PendingUpdatesRepository {
     );
   }
 
-  /** Records the status and, when given, the progress percentage of the device's delivered update. */
-  async recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
-    await writeRows(this.db, RECORD_PROGRESS, [deviceId, status, progress]);
+  /**
+   * Records, in one statement, the status and, when given, the progress percentage of each device's delivered
+   * update (at most one entry per device).
+   */
+  async recordProgress(
+    entries: readonly { deviceId: string; status: string; progress: number | null }[],
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    await writeRows(this.db, RECORD_PROGRESS, [
+      entries.map((entry) => entry.deviceId),
+      entries.map((entry) => entry.status),
+      entries.map((entry) => entry.progress),
+    ]);
   }
 
   /** How many pending updates there are. */

@@ -15,6 +15,7 @@ import { FirmwareStorage } from '../firmware/storage/firmware-storage';
 import { IrohClaimsService } from '../iroh/iroh-claims.service';
 import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
+import { CoalescedProgress } from './coalesced-progress';
 import { RolloutSignals } from './rollout-signals';
 
 export type { PendingUpdateRow } from '../firmware/firmware-records.service';
@@ -202,6 +203,10 @@ export class DeviceLinkService {
     private readonly storage: FirmwareStorage,
   ) {}
 
+  private readonly progress = new CoalescedProgress((entries) =>
+    this.firmwares.recordUpdateProgress(entries),
+  );
+
   /**
    * A device's `device` channel join in one statement: stores the metadata (unchanged when the join names no
    * firmware), marks the device connected on `instanceId`, and reads what the join answers with: the org's fwup
@@ -274,7 +279,7 @@ export class DeviceLinkService {
 
   /** Records the status and, when given, the progress percentage of the delivered update. */
   recordProgress(deviceId: string, status: string, progress: number | null): Promise<void> {
-    return this.firmwares.recordUpdateProgress(deviceId, status, progress);
+    return this.progress.record(deviceId, status, progress);
   }
 
   /** The instance holding the device's socket according to the database, or null when not connected. */
