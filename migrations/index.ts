@@ -8,6 +8,7 @@ import { DeploymentGroups1795636317875 } from './1795636317875-DeploymentGroups'
 import { DeploymentRolloutIndexes1795637700000 } from './1795637700000-DeploymentRolloutIndexes';
 import { DeploymentGroupMembers1795643393176 } from './1795643393176-DeploymentGroupMembers';
 import { StorageDeletions1795644094391 } from './1795644094391-StorageDeletions';
+import { Certificates1795671374598 } from './1795671374598-Certificates';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -21,4 +22,5 @@ export const MIGRATIONS: Function[] = [
   DeploymentRolloutIndexes1795637700000,
   DeploymentGroupMembers1795643393176,
   StorageDeletions1795644094391,
+  Certificates1795671374598,
 ];

@@ -3,6 +3,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { CertificatesModule } from './certificates/certificates.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { AppLogger, LoggingModule } from './common/http/logger';
 import { ContractValidationPipe } from './common/validation/validation.pipe';
@@ -38,6 +39,7 @@ export const FEATURE_MODULES = [
   FirmwareModule,
   IrohModule,
   DeviceAuthModule,
+  CertificatesModule,
   MetricsModule,
   GatewayModule,
   DeploymentsModule,

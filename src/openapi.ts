@@ -17,6 +17,10 @@ const TAGS: Record<string, string> = {
   'Support Scripts': 'Scripts kept per product to run on device consoles',
   'Platform Status': 'Liveness and readiness probes (no token)',
   'Device firmware download': 'Signed, expiring firmware links that devices download updates from (no token)',
+  'CA Certificates':
+    'CA certificates an organization registered (with proof of possession of the key): devices whose ' +
+    'certificates they signed authenticate, and may be provisioned just in time',
+  'Device Certificates': 'Client certificates registered for one device, which it can authenticate with',
   'Deployment Groups': "Automatic, staged rollouts of a firmware to the product's matching devices",
 };
 

@@ -1,5 +1,7 @@
 import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
+import { CaCertificate } from '../certificates/ca-certificate.entity';
+import { DeviceCertificate } from '../certificates/device-certificate.entity';
 import { RateLimitBucket } from '../common/http/rate-limit-bucket.entity';
 import { DeploymentGroup } from '../deployments/deployment-group.entity';
 import { DeploymentGroupMember } from '../deployments/deployment-group-member.entity';
@@ -46,4 +48,6 @@ export const ENTITIES = [
   AuditLog,
   RateLimitBucket,
   StorageDeletion,
+  CaCertificate,
+  DeviceCertificate,
 ];

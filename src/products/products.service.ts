@@ -74,6 +74,12 @@ export class ProductsService {
     return productFromRow(row);
   }
 
+  /** The organization's product by name, or null (a product named in a body rather than the path). */
+  async findByName(orgId: string, name: string): Promise<ProductRecord | null> {
+    const row = await this.products.findByName(orgId, name);
+    return row && productFromRow(row);
+  }
+
   async create(access: OrgAccess, dto: CreateProductDto): Promise<Created<{ data: ProductView }>> {
     try {
       const product = await this.transactions.run(async (tx) => {

@@ -79,6 +79,16 @@ export const ROUTE_POLICIES = {
   'iroh.show': { scope: 'org', role: 'view' },
   'iroh.delete': { scope: 'org', role: 'manage' },
 
+  'caCertificates.list': { scope: 'org', role: 'view' },
+  'caCertificates.show': { scope: 'org', role: 'view' },
+  'caCertificates.verificationToken': { scope: 'org', role: 'view' },
+  'caCertificates.create': { scope: 'org', role: 'manage' },
+  'caCertificates.delete': { scope: 'org', role: 'manage' },
+  'deviceCertificates.list': { scope: 'org', role: 'view' },
+  'deviceCertificates.show': { scope: 'org', role: 'view' },
+  'deviceCertificates.create': { scope: 'org', role: 'manage' },
+  'deviceCertificates.delete': { scope: 'org', role: 'manage' },
+
   'deployments.create': { scope: 'org', role: 'manage' },
   'deployments.list': { scope: 'org', role: 'view' },
   'deployments.show': { scope: 'org', role: 'view' },

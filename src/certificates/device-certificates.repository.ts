@@ -1,0 +1,107 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { readRows } from '../database/read-rows';
+import type { Queryable } from '../database/transactions';
+
+/** A device certificate as the API answers for it. */
+export interface DeviceCertificateRow {
+  serial: string;
+  aki: Buffer | null;
+  ski: Buffer | null;
+  not_before: Date;
+  not_after: Date;
+  fingerprint: string;
+  public_key_fingerprint: string;
+  last_used: Date | null;
+  inserted_at: Date;
+}
+
+export interface NewDeviceCertificate {
+  deviceId: string;
+  serial: string;
+  aki: Buffer | null;
+  ski: Buffer | null;
+  notBefore: Date;
+  notAfter: Date;
+  der: Buffer;
+  fingerprint: string;
+  publicKeyFingerprint: string;
+}
+
+const RECORD = `serial, aki, ski, not_before, not_after, fingerprint, public_key_fingerprint, last_used, inserted_at`;
+
+/** The `device_certificates` table. */
+@Injectable()
+export class DeviceCertificatesRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** The device's certificates, in the order they were registered. */
+  listForDevice(deviceId: string): Promise<DeviceCertificateRow[]> {
+    return readRows<DeviceCertificateRow>(
+      this.db,
+      `SELECT ${RECORD} FROM device_certificates WHERE device_id = $1 ORDER BY id`,
+      [deviceId],
+    );
+  }
+
+  async findBySerial(deviceId: string, serial: string): Promise<DeviceCertificateRow | null> {
+    const rows = await readRows<DeviceCertificateRow>(
+      this.db,
+      `SELECT ${RECORD} FROM device_certificates WHERE device_id = $1 AND serial = $2`,
+      [deviceId, serial],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Serializes registrations of one public key until the transaction ends (see keyHeldByAnotherDevice). */
+  async lockPublicKey(publicKeyFingerprint: string, tx: Queryable): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('device-key'), hashtext($1))`, [
+      publicKeyFingerprint,
+    ]);
+  }
+
+  /** True when a certificate of another device holds this public key. */
+  async keyHeldByAnotherDevice(
+    publicKeyFingerprint: string,
+    deviceId: string,
+    tx: Queryable,
+  ): Promise<boolean> {
+    const rows: unknown[] = await tx.query(
+      `SELECT 1 FROM device_certificates WHERE public_key_fingerprint = $1 AND device_id <> $2 LIMIT 1`,
+      [publicKeyFingerprint, deviceId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Inserts a certificate; a serial the device holds, or a certificate registered already, is a unique violation. */
+  async insert(cert: NewDeviceCertificate, tx: Queryable): Promise<DeviceCertificateRow> {
+    const rows: DeviceCertificateRow[] = await tx.query(
+      `INSERT INTO device_certificates
+         (device_id, serial, aki, ski, not_before, not_after, der, fingerprint, public_key_fingerprint)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       RETURNING ${RECORD}`,
+      [
+        cert.deviceId,
+        cert.serial,
+        cert.aki,
+        cert.ski,
+        cert.notBefore,
+        cert.notAfter,
+        cert.der,
+        cert.fingerprint,
+        cert.publicKeyFingerprint,
+      ],
+    );
+    return rows[0];
+  }
+
+  /** Deletes the device's certificate by serial; false when there was none. */
+  async deleteBySerial(deviceId: string, serial: string, tx: Queryable): Promise<boolean> {
+    const [, deleted]: [unknown, number] = await tx.query(
+      `DELETE FROM device_certificates WHERE device_id = $1 AND serial = $2`,
+      [deviceId, serial],
+    );
+    return deleted > 0;
+  }
+}
