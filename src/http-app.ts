@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { toDomainError } from './common/errors/all-exceptions.filter';
+import { ConnectionDrain } from './common/http/connection-drain';
 import { replyJsonDirectly } from './common/http/json-reply';
 import { AppLogger } from './common/http/logger';
 import { assignRequestId } from './common/http/request-id';
@@ -15,10 +16,14 @@ import {
 } from './common/http/security';
 import { bodyShapeError, MAX_JSON_BODY_BYTES, rawBodyShapeError } from './common/validation/json-limits';
 import { APP_CONFIG, type AppConfig } from './config/config';
+import { ShutdownState } from './health/shutdown-state';
 import { setupOpenApi } from './openapi';
 
-/** HTTP settings shared by the server and the tests: request ids, security headers, CORS, timeouts, body limits, OpenAPI. */
-export function configureHttpApp(app: INestApplication): void {
+/**
+ * HTTP settings shared by the server and the tests: request ids, security headers, CORS, timeouts, body limits,
+ * OpenAPI, and the connections' drain at shutdown (returned: the server closes with it).
+ */
+export function configureHttpApp(app: INestApplication): ConnectionDrain {
   const express_ = app as NestExpressApplication;
   const logger = app.get(AppLogger);
   express_.useLogger(logger);
@@ -37,7 +42,10 @@ export function configureHttpApp(app: INestApplication): void {
   // What every request gets first, in one middleware: each Express layer is a router step on every request.
   const logRequest = logger.requestLogger();
   const watchTimeout = requestTimeout(config.requestTimeoutMs, logger);
+  const connections = new ConnectionDrain();
+  app.get(ShutdownState).onDrain(() => connections.start());
   app.use((req: Request, res: Response, next: NextFunction) => {
+    connections.track(req, res);
     assignRequestId(req, res);
     logRequest(req, res);
     setSecurityHeaders(req, res);
@@ -71,4 +79,5 @@ export function configureHttpApp(app: INestApplication): void {
     );
   });
   setupOpenApi(app);
+  return connections;
 }

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { AppLogger, logProcessErrors } from './common/http/logger';
 import { ConfigError, loadConfig } from './config/config';
-import { ShutdownState } from './health/shutdown-state';
 import { startServer } from './server';
+import { GracefulShutdown } from './shutdown';
 
 async function main(): Promise<void> {
   let config;
@@ -20,25 +20,9 @@ async function main(): Promise<void> {
   const server = await startServer(config, { logger });
   process.stdout.write(`fleethub listening on ${server.url} (API docs: ${server.url}/api/docs)\n`);
 
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    // Fail readiness first and keep serving for the drain period, so that a balancer stops routing here
-    // before the listener closes; then finish in-flight requests and stop.
-    server.app.get(ShutdownState).draining = true;
-    new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs))
-      .then(() => server.close())
-      .then(
-        () => process.exit(0),
-        (err: unknown) => {
-          logger.pino.error({ err, signal }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  const shutdown = new GracefulShutdown(server, config, logger);
+  process.on('SIGTERM', (signal) => shutdown.handle(signal));
+  process.on('SIGINT', (signal) => shutdown.handle(signal));
 }
 
 main().catch((err: unknown) => {

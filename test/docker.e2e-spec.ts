@@ -31,6 +31,7 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }> | string[];
   ulimits?: Record<string, { soft: number; hard: number }>;
   sysctls?: Record<string, number>;
+  stop_grace_period?: string;
 }
 
 /** `${NAME:-default}` → default, `${NAME:?message}` → `value` (what compose does when NAME is unset). */
@@ -92,6 +93,11 @@ describe('docker/compose.yaml: two instances behind HAProxy, PostgreSQL 16, firm
       Object.entries(compose.services['fleethub-1'].environment!).map(([k, v]) => [k, interpolate(v)]),
     );
     const config = loadConfig(env);
+    // Docker waits this long after SIGTERM before SIGKILL: the drain and the requests in flight must fit in it.
+    const grace = /^(\d+)s$/.exec(compose.services['fleethub-1'].stop_grace_period ?? '');
+    expect(Number(grace?.[1]) * 1000).toBeGreaterThanOrEqual(
+      config.shutdownDrainMs + config.shutdownTimeoutMs + 2000,
+    );
     expect(config.storage).toEqual({
       kind: 's3',
       bucket: interpolate(compose.services['minio-setup'].environment!.FLEETHUB_S3_BUCKET),

@@ -13,6 +13,7 @@ import {
   rm,
   stat,
   unlink,
+  writeFile,
 } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -119,6 +120,26 @@ describe('embedded PostgreSQL', () => {
     await guest.stop();
     expect(await isRunning(dataDir)).toBe(true);
     await owner.stop();
+    expect(await isRunning(dataDir)).toBe(false);
+  });
+
+  it('the process that started it leaves it to one still connected, which stops it once the starter has gone', async () => {
+    const dataDir = join(root, 'handed-over', 'postgres');
+    const command = embedded(dataDir);
+    const url = await command.start();
+    // A server that joined while the command ran: it did not start the cluster, and holds connections.
+    const server = embedded(dataDir);
+    expect(await server.start()).toBe(url);
+    const serverConnection = new Client({ connectionString: url });
+    await serverConnection.connect();
+    await command.stop();
+    expect(await isRunning(dataDir)).toBe(true);
+    // The command's process has exited (its pid is a finished child's): the server, leaving last, stops it.
+    const exited = spawn(process.execPath, ['-e', '']);
+    await new Promise((r) => exited.once('exit', r));
+    await writeFile(`${dataDir}.owner`, `${exited.pid}\n`);
+    await serverConnection.end();
+    await server.stop();
     expect(await isRunning(dataDir)).toBe(false);
   });
 

@@ -1,4 +1,5 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import type { CommandRunner } from 'nest-commander';
 import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { FirmwareModule } from '../firmware/firmware.module';
@@ -13,13 +14,37 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
-import { CLI_COMMANDS } from './commands';
+import { CLI_COMMANDS, GROUP_COMMANDS } from './commands';
 import { DemoCommand } from './demo.command';
 import { DemoService } from './demo.service';
 import { SimulateCommand } from './simulate.command';
 
+/** Every command and subcommand of `fleethub`. */
+const ALL_COMMANDS: Type<CommandRunner>[] = [...CLI_COMMANDS, DemoCommand, SimulateCommand];
+
 @Module({})
 export class CliModule {
+  /**
+   * The commands alone, without their services (nor a database), to parse a command line: commander answers help,
+   * version and usage errors itself, a group without its subcommand prints its usage, and any other command's
+   * `run` only reports that it was chosen.
+   */
+  static forParsing(config: AppConfig, chosen: (command: Type<CommandRunner>) => void): DynamicModule {
+    const groups: Type<CommandRunner>[] = GROUP_COMMANDS;
+    return {
+      module: CliModule,
+      imports: [ConfigModule.register(config)],
+      providers: ALL_COMMANDS.map((command) => ({
+        provide: command,
+        useFactory: () => {
+          const withoutServices = Object.create(command.prototype as object) as CommandRunner;
+          if (groups.includes(command)) return withoutServices;
+          return Object.assign(withoutServices, { run: () => Promise.resolve(chosen(command)) });
+        },
+      })),
+    };
+  }
+
   /** `databaseUrl` null: only `simulate`, which talks to a server over the network and needs no database. */
   static register(config: AppConfig, databaseUrl: string | null): DynamicModule {
     if (databaseUrl === null) {

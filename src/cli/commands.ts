@@ -281,6 +281,9 @@ export class KeysCommand extends CliCommand<object> {
   }
 }
 
+/** The groups: run without a subcommand, each only prints its usage (no service, no database). */
+export const GROUP_COMMANDS = [KeysCommand, UsersCommand, OrgsCommand, TokensCommand];
+
 export const CLI_COMMANDS = [
   KeysCommand,
   KeysAddCommand,

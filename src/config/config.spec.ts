@@ -39,6 +39,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it('shutdown: no drain and 20 s for requests in flight by default; both settable, bounded', () => {
+    expect(loadConfig({})).toMatchObject({ shutdownDrainMs: 0, shutdownTimeoutMs: 20_000 });
+    expect(
+      loadConfig({ FLEETHUB_SHUTDOWN_DRAIN_MS: '5000', FLEETHUB_SHUTDOWN_TIMEOUT_MS: '0' }),
+    ).toMatchObject({ shutdownDrainMs: 5000, shutdownTimeoutMs: 0 });
+    expect(() => loadConfig({ FLEETHUB_SHUTDOWN_TIMEOUT_MS: '-1' })).toThrow(
+      'FLEETHUB_SHUTDOWN_TIMEOUT_MS must be an integer from 0 to 3600000 (got "-1")',
+    );
+  });
+
   it('a container-wide HOST still gives a usable public URL', () => {
     expect(loadConfig({ HOST: '0.0.0.0', PORT: '4001' }).publicUrl).toBe('http://127.0.0.1:4001');
   });

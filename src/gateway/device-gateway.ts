@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import { DatabasePool } from '../database/database-pool';
 import { type AuthenticatedDevice, DeviceAuthenticator } from '../device-auth/device-authenticator';
+import { ShutdownState } from '../health/shutdown-state';
 import { MetricsService } from '../metrics/metrics.service';
 import { Admission, AdmissionRefused } from './admission';
 import { ChannelRouter } from './channels/channel-router';
@@ -43,6 +44,14 @@ export const CONNECT_CONCURRENCY = 8;
 export const HANDSHAKE_MAX_WAIT_MS = 60_000;
 /** Refused handshakes are logged together, at most this often. */
 const REFUSALS_LOG_MS = 10_000;
+/**
+ * How device sockets are closed when the instance stops. NervesHubLink reconnects after any close (its
+ * `handle_disconnect` reconnects on its backoff, 1 s doubling to 60 s), through the balancer to another instance.
+ */
+export const SHUTDOWN_CLOSE_CODE = 1001;
+export const SHUTDOWN_CLOSE_REASON = 'server shutting down';
+/** During a drain, device sockets due to close are closed at this pace (each tick closes those due by then). */
+const DRAIN_TICK_MS = 50;
 
 /**
  * The device socket server: a `ws` server on the HTTP server's `upgrade` event (authentication happens before
@@ -56,6 +65,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   private wss: WebSocketServer | null = null;
   private server: Server | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
+  private drainTimer: NodeJS.Timeout | null = null;
   private readonly refusals = { shed: 0, late: 0, since: 0 };
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     this.upgrade(req, socket, head).catch((err: unknown) => {
@@ -76,6 +86,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     private readonly consoleOutput: ConsoleOutputService,
     private readonly admission: Admission,
     private readonly metrics: MetricsService,
+    private readonly shutdown: ShutdownState,
   ) {
     metrics.setDeviceConnectQueue(() => ({
       connected: admission.queued('connected'),
@@ -104,6 +115,31 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     server.on('upgrade', this.onUpgrade);
     this.idleTimer = setInterval(() => this.dropIdle(), 30_000);
     this.idleTimer.unref();
+    this.shutdown.onDrain((periodMs) => this.drain(periodMs));
+  }
+
+  /**
+   * The shutdown's drain: no new device socket is accepted, and those held here close one after another, evenly
+   * over `periodMs` (all at once when it is 0), so that their reconnects do not land on the other instances in
+   * the same instant.
+   */
+  drain(periodMs: number): void {
+    if (this.drainTimer || !this.server) return;
+    const closing = [...this.connections];
+    const startedAt = Date.now();
+    let closed = 0;
+    const closeDue = () => {
+      const elapsed = Date.now() - startedAt;
+      const due =
+        elapsed >= periodMs ? closing.length : Math.floor((closing.length * elapsed) / periodMs) + 1;
+      for (; closed < Math.min(due, closing.length); closed++) {
+        void closing[closed].close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON);
+      }
+      if (closed === closing.length && this.drainTimer) clearInterval(this.drainTimer);
+    };
+    this.drainTimer = setInterval(closeDue, DRAIN_TICK_MS);
+    this.drainTimer.unref();
+    closeDue();
   }
 
   /** Closes every device socket (they reconnect to another instance) and records them disconnected. */
@@ -112,7 +148,10 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     this.connections.shuttingDown = true;
     this.server.off('upgrade', this.onUpgrade);
     if (this.idleTimer) clearInterval(this.idleTimer);
-    await Promise.all([...this.connections].map((conn) => conn.close(1001, 'server shutting down')));
+    if (this.drainTimer) clearInterval(this.drainTimer);
+    await Promise.all(
+      [...this.connections].map((conn) => conn.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON)),
+    );
     this.relay.stop();
     await this.consoleOutput.flush().catch(() => undefined);
     await this.presence.stop().catch((err: unknown) => this.logger.warn({ err }, 'presence stop failed'));
@@ -135,7 +174,8 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     socket.on('error', destroyOnError);
     const url = new URL(req.url ?? '/', 'http://device.invalid');
     if (!DEVICE_SOCKET_PATHS.has(url.pathname)) return refuseUpgrade(socket, 404);
-    if (this.connections.shuttingDown || !this.wss) return refuseUpgrade(socket, 503);
+    if (this.connections.shuttingDown || this.shutdown.draining || !this.wss)
+      return refuseUpgrade(socket, 503);
     // Only the JSON V2 serializer is offered; msgpack devices (vsn 3.0.0) are refused as Phoenix does.
     if (url.searchParams.get('vsn') !== '2.0.0') return refuseUpgrade(socket, 403);
     const receivedAt = Date.now();
@@ -154,7 +194,9 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       return refuseUpgrade(socket, 503, reason, { 'nh-connection-error-reason': reason });
     }
     if (!device) return refuseUpgrade(socket, 401);
-    if (socket.destroyed || this.connections.shuttingDown) return refuseUpgrade(socket, 503);
+    if (socket.destroyed || this.connections.shuttingDown || this.shutdown.draining) {
+      return refuseUpgrade(socket, 503);
+    }
     const authenticated = device;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, authenticated));
   }

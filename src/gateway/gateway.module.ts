@@ -6,6 +6,7 @@ import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceCommands, DeviceConsole, DeviceScripts, UpdateNotifier } from '../devices/device-console';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareModule } from '../firmware/firmware.module';
+import { HealthModule } from '../health/health.module';
 import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
 import { ConsoleOutputRepository } from './console-output.repository';
@@ -43,6 +44,7 @@ import { RolloutSignals } from './rollout-signals';
     DeviceAuthModule,
     DeviceRecordsModule,
     FirmwareModule,
+    HealthModule,
     InstanceBusModule,
     IrohModule,
     DeploymentsModule,
