@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Response } from 'superagent';
 import { computeMetaUuid } from '../src/firmware/fwup';
 import { FirmwareFileRemover } from '../src/firmware/storage/firmware-file-remover';
 import { FirmwareStorage } from '../src/firmware/storage/firmware-storage';
@@ -365,6 +366,71 @@ describe('firmware', () => {
     await t.app.get(FirmwareFileRemover).sweep();
     await expect(stat(path)).rejects.toThrow('ENOENT');
     expect(await t.db.query(`SELECT 1 FROM storage_deletions WHERE storage_key = $1`, [key])).toEqual([]);
+  });
+
+  describe('download (GET .../firmwares/:uuid/download)', () => {
+    /** Collects a binary body as one Buffer (superagent does not buffer application/octet-stream itself). */
+    const binary = (res: Response, done: (err: Error | null, body: Buffer) => void) => {
+      const chunks: Buffer[] = [];
+      const stream = res as unknown as NodeJS.ReadableStream;
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => done(null, Buffer.concat(chunks)));
+    };
+    const get = (url: string, who: TestUser) => t.http().get(url).set(who.auth).buffer(true).parse(binary);
+
+    it('whole file to the view role, a byte range (206), 416; unknown or foreign firmware 404', async () => {
+      const { name, base } = await product();
+      const built = await fw(name, { resources: [{ name: 'rootfs.img', size: 64 * 1024 }] });
+      const uuid = computeMetaUuid(built.metaConf);
+      await upload(base, built.path).expect(201);
+      const bytes = await readFile(built.path);
+      const [viewer, outsider] = await Promise.all([t.fixtures.user(), t.fixtures.user()]);
+      await t.fixtures.addMember(org, viewer, 'view');
+      const url = `${base}/${uuid}/download`;
+
+      const whole = await get(url, viewer).expect(200);
+      expect(Buffer.compare(whole.body as Buffer, bytes)).toBe(0);
+      expect(whole.headers['content-type']).toBe('application/octet-stream');
+      expect(whole.headers['content-length']).toBe(String(bytes.length));
+      expect(whole.headers['accept-ranges']).toBe('bytes');
+      expect(whole.headers['content-disposition']).toBe(`attachment; filename="${uuid}.fw"`);
+
+      const partial = await get(url, viewer).set('Range', 'bytes=100-1099').expect(206);
+      expect(partial.headers['content-range']).toBe(`bytes 100-1099/${bytes.length}`);
+      expect(partial.headers['content-length']).toBe('1000');
+      expect(Buffer.compare(partial.body as Buffer, bytes.subarray(100, 1100))).toBe(0);
+      const tail = await get(url, admin).set('Range', 'bytes=-10').expect(206);
+      expect(Buffer.compare(tail.body as Buffer, bytes.subarray(bytes.length - 10))).toBe(0);
+
+      const refused = await get(url, viewer).set('Range', `bytes=${bytes.length}-`).expect(416);
+      expect(refused.headers['content-range']).toBe(`bytes */${bytes.length}`);
+
+      await t.http().head(url).set(viewer.auth).expect(200).expect('content-length', String(bytes.length));
+      await t
+        .http()
+        .get(`${base}/00000000-0000-4000-8000-000000000000/download`)
+        .set(viewer.auth)
+        .expect(404, NOT_FOUND);
+      await t.http().get(`${base}/not-a-uuid/download`).set(viewer.auth).expect(404, NOT_FOUND);
+      await t.http().get(url).set(outsider.auth).expect(404, NOT_FOUND);
+      await t.http().get(url).expect(401);
+      // Another product of the same organization does not have it.
+      const other = await product();
+      await t.http().get(`${other.base}/${uuid}/download`).set(admin.auth).expect(404, NOT_FOUND);
+    });
+
+    it('a firmware whose file the store has lost is the constant 404', async () => {
+      const { name, base } = await product();
+      const built = await fw(name);
+      const uuid = computeMetaUuid(built.metaConf);
+      await upload(base, built.path).expect(201);
+      const [{ storage_key: key }] = await t.db.query<{ storage_key: string }[]>(
+        `SELECT storage_key FROM firmwares WHERE uuid = $1`,
+        [uuid],
+      );
+      await t.app.get(FirmwareStorage).remove(key);
+      await t.http().get(`${base}/${uuid}/download`).set(admin.auth).expect(404, NOT_FOUND);
+    });
   });
 
   it('roles: view lists and shows, cannot upload or delete; outsiders 404', async () => {

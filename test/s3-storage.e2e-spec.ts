@@ -176,6 +176,21 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
     await expectNoLocalFiles();
   });
 
+  it('the firmware download route redirects to a presigned URL of the object (view role and above)', async () => {
+    const { name, base } = await product();
+    const built = await fw(name);
+    const uuid = computeMetaUuid(built.metaConf);
+    await upload(base, built.path).expect(201);
+    const viewer = await t.fixtures.user();
+    await t.fixtures.addMember(org, viewer, 'view');
+    const redirect = await t.http().get(`${base}/${uuid}/download`).set(viewer.auth).expect(302);
+    const presigned = redirect.headers.location;
+    expect(presigned.startsWith(`${s3.endpoint}/${s3.bucket}/${PREFIX}`)).toBe(true);
+    const whole = await fetch(presigned);
+    expect(whole.status).toBe(200);
+    expect(Buffer.from(await whole.arrayBuffer())).toEqual(await readFile(built.path));
+  });
+
   it('a device link redirects to a presigned URL that serves the object, whole or a range', async () => {
     const { name, base } = await product();
     const built = await fw(name);

@@ -1,9 +1,10 @@
-import { Controller, Delete, Get, Param, Post, Req, HttpCode } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Post, Req, Res, HttpCode } from '@nestjs/common';
 import { SetsLocation } from '../common/http/created';
-import { ApiBody, ApiConsumes, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import { ApiBody, ApiConsumes, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
+import { sendStoredFile } from '../common/http/send-stored-file';
 import { ApiOperationDoc, FieldErrorBody } from '../common/openapi/api-docs';
 import { FirmwareDetailView, FirmwareUploadDto, FirmwareView } from './dto/firmware.dto';
 import { FirmwareService } from './firmware.service';
@@ -98,6 +99,44 @@ export class FirmwareController {
     @Param('uuid') uuid: string,
   ) {
     return this.firmware.show(access, product, uuid);
+  }
+
+  @Get(':uuid/download')
+  @Route('firmwares.download')
+  @ApiParam({ name: 'uuid', format: 'uuid' })
+  @ApiProduces('application/octet-stream')
+  @ApiOperationDoc({
+    summary: "Download a firmware's file",
+    description:
+      'As NervesHub 2.0.0, which always redirects to its store; fleethub streams the file itself unless object ' +
+      'storage is configured. `Content-Disposition: attachment; filename="<uuid>.fw"` (`.avm`, `.bin` by the ' +
+      "firmware's tool), `Content-Length` and `Accept-Ranges: bytes`; a single `Range: bytes=a-b` gets 206 with " +
+      '`Content-Range` (ends past the file are clamped; several ranges get the whole file); an unsatisfiable ' +
+      'range gets 416. With object storage (`FLEETHUB_STORAGE=s3`) the answer is 302 to a presigned URL of the ' +
+      'object, which serves the bytes and Range requests itself.',
+    text: { mediaType: 'application/octet-stream', description: 'The whole firmware file' },
+  })
+  @ApiResponse({ status: 206, description: 'The requested byte range (`Content-Range`)' })
+  @ApiResponse({
+    status: 302,
+    description: 'Object storage: `Location` is a presigned URL of the file in the bucket',
+  })
+  @ApiResponse({
+    status: 416,
+    description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',
+  })
+  async download(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('uuid') uuid: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const answer = await this.firmware.download(access, product, uuid, {
+      range: req.headers.range,
+      headOnly: req.method === 'HEAD',
+    });
+    await sendStoredFile(res, answer);
   }
 
   @Delete(':uuid')

@@ -17,9 +17,14 @@ import type { Firmware } from './firmware.entity';
 import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, storageUnavailable, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwaresRepository } from './firmwares.repository';
-import { detectFileFormat, UNRECOGNISED_FORMAT } from './formats/detect-format';
+import { detectFileFormat, type FirmwareTool, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareFileRemover } from './storage/firmware-file-remover';
 import { FirmwareStorage } from './storage/firmware-storage';
+import {
+  answerStoredFile,
+  type StoredFileAnswer,
+  type StoredFileRequest,
+} from './storage/stored-file-answer';
 import type { ReceivedFile } from './received-file';
 
 function firmwareView(firmware: Firmware, productName: string): FirmwareView {
@@ -63,6 +68,25 @@ export class FirmwareService {
         inserted_at: firmware.insertedAt.toISOString(),
       },
     };
+  }
+
+  /**
+   * The firmware's file as a download (whole, one byte range, 416, or a redirect to the object store); the
+   * controller writes it. Named `<uuid><extension of its tool>`.
+   */
+  async download(
+    access: OrgAccess,
+    productName: string,
+    uuid: string,
+    request: Omit<StoredFileRequest, 'fileHeaders'>,
+  ): Promise<StoredFileAnswer> {
+    const product = await this.products.findInOrg(access, productName);
+    const firmware = await this.find(product, uuid);
+    const extension = FILE_EXTENSIONS[firmware.tool as FirmwareTool] ?? '';
+    return answerStoredFile(this.storage, firmware.storageKey, {
+      ...request,
+      fileHeaders: { 'Content-Disposition': `attachment; filename="${firmware.uuid}${extension}"` },
+    });
   }
 
   async remove(access: OrgAccess, productName: string, uuid: string): Promise<void> {

@@ -2,21 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
-import { FirmwareStorage, type StoredBytes } from '../firmware/storage/firmware-storage';
-import { parseRange } from './byte-range';
+import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { answerStoredFile, type StoredFileAnswer } from '../firmware/storage/stored-file-answer';
 import { DownloadLinkSigner, downloadPath } from './download-links';
 
 export const LINK_SIGNER = Symbol('LINK_SIGNER');
 
 /** What a download link answers: the controller writes it as is. */
-export interface FirmwareDownload {
-  /** 302: the file is to be fetched from the store itself (`Location`, a presigned link). */
-  status: 200 | 206 | 302 | 416;
-  /** In the order they are sent. */
-  headers: Record<string, string>;
-  /** The bytes to send; null when the response has no body (416, HEAD, an empty file). */
-  body: StoredBytes | null;
-}
+export type FirmwareDownload = StoredFileAnswer;
 
 /** What a download request carries besides its path. */
 export interface FirmwareDownloadRequest {
@@ -49,35 +42,6 @@ export class FirmwareDownloads {
     }
     const storageKey = await this.firmwares.findStorageKey(firmwareId, uuid);
     if (storageKey === undefined) throw DomainError.notFound();
-    const direct = await this.storage.directDownloadUrl(storageKey);
-    if (direct !== null) {
-      return { status: 302, headers: { Location: direct, 'Cache-Control': 'private, no-store' }, body: null };
-    }
-    let size: number;
-    try {
-      size = await this.storage.size(storageKey);
-    } catch {
-      throw DomainError.notFound();
-    }
-    const range = parseRange(request.range, size);
-    const headers: Record<string, string> = {
-      'Accept-Ranges': 'bytes',
-      'Content-Type': 'application/octet-stream',
-      'Cache-Control': 'private, no-store',
-    };
-    if (range === 'unsatisfiable') {
-      headers['Content-Range'] = `bytes */${size}`;
-      headers['Content-Length'] = '0';
-      return { status: 416, headers, body: null };
-    }
-    if (range) {
-      headers['Content-Range'] = `bytes ${range.start}-${range.end}/${size}`;
-      headers['Content-Length'] = String(range.end - range.start + 1);
-    } else {
-      headers['Content-Length'] = String(size);
-    }
-    const status = range ? 206 : 200;
-    if (request.headOnly || size === 0) return { status, headers, body: null };
-    return { status, headers, body: await this.storage.read(storageKey, range ?? undefined) };
+    return answerStoredFile(this.storage, storageKey, { range: request.range, headOnly: request.headOnly });
   }
 }

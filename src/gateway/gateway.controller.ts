@@ -3,10 +3,11 @@ import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiResponse, ApiTags } fr
 import type { Request, Response } from 'express';
 import type { DeviceAccess } from '../common/auth/actor';
 import { CurrentAccess, Public, Route } from '../common/auth/decorators';
+import { sendStoredFile } from '../common/http/send-stored-file';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
 import { ConsoleOutputService } from './console-output.service';
 import { DOWNLOAD_PATH_PREFIX } from './download-links';
-import { type FirmwareDownload, FirmwareDownloads } from './firmware-downloads';
+import { FirmwareDownloads } from './firmware-downloads';
 
 export class ConsoleOutputView {
   @ApiProperty({
@@ -88,17 +89,6 @@ export class FirmwareDownloadController {
       range: req.headers.range,
       headOnly: req.method === 'HEAD',
     });
-    await send(res, download);
+    await sendStoredFile(res, download);
   }
-}
-
-/** Writes a download: status, headers in order, then the bytes (a client that goes away mid-download is normal). */
-async function send(res: Response, download: FirmwareDownload): Promise<void> {
-  res.status(download.status);
-  for (const [name, value] of Object.entries(download.headers)) res.setHeader(name, value);
-  if (download.body === null) {
-    res.end();
-    return;
-  }
-  await download.body.sendTo(res).catch(() => undefined);
 }

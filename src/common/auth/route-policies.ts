@@ -62,6 +62,7 @@ export const ROUTE_POLICIES = {
   'firmwares.upload': { scope: 'org', role: 'manage' },
   'firmwares.list': { scope: 'org', role: 'view' },
   'firmwares.show': { scope: 'org', role: 'view' },
+  'firmwares.download': { scope: 'org', role: 'view' },
   'firmwares.delete': { scope: 'org', role: 'manage' },
 
   'keys.create': { scope: 'org', role: 'admin' },
