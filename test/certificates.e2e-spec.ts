@@ -579,6 +579,83 @@ describe('certificates', () => {
         .expect(404, NOT_FOUND);
     });
 
+    describe('POST .../devices/auth', () => {
+      const UNAUTHORIZED_CERT = { status: 'Unauthorized' };
+      const auth = (certificate: unknown, user: TestUser = admin, p = product, o = org) =>
+        t.http().post(`/api/orgs/${o}/products/${p}/devices/auth`).set(user.auth).send({ certificate });
+
+      it('answers the device a registered certificate belongs to, as GET .../devices/{identifier} does', async () => {
+        const identifier = await device();
+        const cert = await leaf(await ca(), { cn: identifier });
+        await add(identifier, cert).expect(201);
+        const shown = await t
+          .http()
+          .get(`/api/orgs/${org}/products/${product}/devices/${identifier}`)
+          .set(admin.auth)
+          .expect(200);
+        // A view member may ask (NervesHub's role); the PEM itself is accepted as well as its base64.
+        await auth(cert.b64, viewer).expect(200, shown.body);
+        await auth(cert.pem, viewer).expect(200, shown.body);
+        expect(shown.body.data.identifier).toBe(identifier);
+        // Nothing is changed or audited.
+        expect(await audits('device.auth', identifier)).toEqual([]);
+      });
+
+      it('anything else is 403 {"status":"Unauthorized"}', async () => {
+        const identifier = await device();
+        const registered = await selfSigned({ cn: identifier });
+        await add(identifier, registered).expect(201);
+        const b64 = (text: string) => Buffer.from(text).toString('base64');
+        const unknown = await selfSigned({ cn: identifier });
+        // The same key and subject, another certificate: only this exact certificate identifies the device.
+        const sameKey = await selfSigned({ cn: identifier, keys: registered.keys });
+        for (const certificate of [
+          unknown.b64,
+          sameKey.b64,
+          'garbage!',
+          b64('not a PEM at all'),
+          b64('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'),
+          b64('-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQ==\n-----END PUBLIC KEY-----\n'),
+          b64(`${registered.pem}\n${unknown.pem}`),
+        ]) {
+          await auth(certificate).expect(403, UNAUTHORIZED_CERT);
+        }
+      });
+
+      it('another product\'s or organization\'s device certificate is 403 {"status":"Unauthorized"}', async () => {
+        const identifier = await device();
+        const cert = await selfSigned({ cn: identifier });
+        await add(identifier, cert).expect(201);
+        const otherProduct = await t.fixtures.product(admin, org);
+        await auth(cert.b64, admin, otherProduct).expect(403, UNAUTHORIZED_CERT);
+        const foreignProduct = await t.fixtures.product(other.admin, other.org);
+        await auth(cert.b64, other.admin, foreignProduct, other.org).expect(403, UNAUTHORIZED_CERT);
+        // The certificate is still the device's in its own product.
+        await auth(cert.b64).expect(200);
+      });
+
+      it('the usual answers before the certificate: non-member and unknown product 404, no body 422, read token 403', async () => {
+        const identifier = await device();
+        const cert = await selfSigned({ cn: identifier });
+        await add(identifier, cert).expect(201);
+        await auth(cert.b64, other.admin).expect(404, NOT_FOUND);
+        await auth(cert.b64, admin, 'no-such-product').expect(404, NOT_FOUND);
+        await t
+          .http()
+          .post(`/api/orgs/${org}/products/${product}/devices/auth`)
+          .set(admin.auth)
+          .send({})
+          .expect(422, fieldError('certificate', BLANK));
+        const readToken = await t.fixtures.token(admin.user, { scope: 'read' });
+        await t
+          .http()
+          .post(`/api/orgs/${org}/products/${product}/devices/auth`)
+          .set({ Authorization: `Bearer ${readToken}` })
+          .send({ certificate: cert.b64 })
+          .expect(403, { error: 'forbidden' });
+      });
+    });
+
     it('a view member can read but not register; deleting the device deletes its certificates', async () => {
       const identifier = await device();
       const cert = await selfSigned({ cn: identifier });

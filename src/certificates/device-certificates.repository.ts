@@ -54,6 +54,16 @@ export class DeviceCertificatesRepository {
     return rows[0] ?? null;
   }
 
+  /** The id of the device holding the certificate with this fingerprint (unique across the server), or null. */
+  async findDeviceIdByFingerprint(fingerprint: string): Promise<string | null> {
+    const rows = await readRows<{ device_id: string }>(
+      this.db,
+      `SELECT device_id FROM device_certificates WHERE fingerprint = $1`,
+      [fingerprint],
+    );
+    return rows[0]?.device_id ?? null;
+  }
+
   /** Serializes registrations of one public key until the transaction ends (see keyHeldByAnotherDevice). */
   async lockPublicKey(publicKeyFingerprint: string, tx: Queryable): Promise<void> {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('device-key'), hashtext($1))`, [

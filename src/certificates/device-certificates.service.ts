@@ -149,6 +149,17 @@ export class DeviceCertificatesService {
     });
   }
 
+  /**
+   * The id of the device a certificate (a request field: base64 of its PEM, or the PEM) was registered for, found
+   * by the certificate's SHA-256 fingerprint (this exact certificate); null when the field is not one readable
+   * certificate or no device holds it. Dates are not checked: this says whose certificate it is.
+   */
+  async deviceIdOf(field: string): Promise<string | null> {
+    const cert = readCertificateField(field);
+    if (typeof cert === 'string') return null;
+    return this.certificates.findDeviceIdByFingerprint(cert.fingerprint);
+  }
+
   private async device(access: OrgAccess, path: PathDevice): Promise<{ id: string; identifier: string }> {
     const product = await this.products.findInOrg(access, path.productName);
     const device = await this.devices.findInProduct(product.id, path.identifier);

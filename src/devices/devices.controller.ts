@@ -25,8 +25,10 @@ import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
 import { type DeviceListQuery, DeviceListQueryPipe } from './dto/list-devices.query';
 import {
+  CertificateUnauthorizedBody,
   ConsoleCodeDto,
   CreateDeviceDto,
+  DeviceCertificateAuthDto,
   DeviceView,
   PutDeviceDto,
   UpdateDeviceDto,
@@ -146,6 +148,36 @@ export class DevicesController {
     @Query(DeviceListQueryPipe) query: DeviceListQuery,
   ) {
     return this.devices.list(access, product, query);
+  }
+
+  // Before the `:identifier` routes; none of them is a one-segment POST anyway, so `auth` is never an identifier here.
+  @Post('auth')
+  @Route('devices.auth')
+  @ApiOperationDoc({
+    summary: 'Find the device a certificate belongs to',
+    description:
+      "NervesHub's route: `certificate` is base64 of a PEM certificate (the PEM itself is accepted too). 200 with the " +
+      'device, as `GET .../devices/{identifier}` answers it, when exactly this certificate (its SHA-256 fingerprint) ' +
+      'was registered for a device of this product; anything else (not base64 of one readable certificate, an ' +
+      "unknown certificate, a device of another product or organization) is NervesHub's 403 " +
+      '`{"status":"Unauthorized"}`. Nothing is changed. Extension of 2.0.0.',
+    data: DeviceView,
+    errors: [400, 413, 422],
+    nervesHubErrors: {
+      403: {
+        description:
+          'No device of this product holds the certificate: `{"status":"Unauthorized"}` (NervesHub\'s body)',
+        types: [CertificateUnauthorizedBody],
+      },
+    },
+  })
+  @HttpCode(200)
+  auth(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Body() body: DeviceCertificateAuthDto,
+  ) {
+    return this.devices.authByCertificate(access, product, body.certificate);
   }
 
   @Get(':identifier')

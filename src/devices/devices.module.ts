@@ -1,5 +1,6 @@
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
+import { CertificatesModule } from '../certificates/certificates.module';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { GatewayModule } from '../gateway/gateway.module';
 import { ScriptsModule } from '../scripts/scripts.module';
@@ -17,6 +18,8 @@ import { DevicesService } from './devices.service';
     DeviceRecordsModule,
     DeploymentsModule,
     ScriptsModule,
+    // DeviceCertificatesService: whose certificate a `POST .../devices/auth` presents.
+    CertificatesModule,
   ],
   controllers: [DevicesController, DevicesShortController],
   providers: [DevicesService],

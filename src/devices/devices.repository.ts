@@ -106,6 +106,15 @@ export class DevicesRepository {
     return rows[0] ?? null;
   }
 
+  /** A product's device with its organization and product names, by id. */
+  async findRowByIdInProduct(productId: string, id: string): Promise<DeviceRow | null> {
+    const rows = await this.db.query<DeviceRow[]>(
+      `SELECT ${DEVICE_COLUMNS} FROM ${DEVICE_FROM} WHERE d.product_id = $1 AND d.id = $2`,
+      [productId, id],
+    );
+    return rows[0] ?? null;
+  }
+
   /** A product's device with its organization and product names, by identifier. */
   async findRowByIdentifier(productId: string, identifier: string): Promise<DeviceRow | null> {
     const rows = await this.db.query<DeviceRow[]>(

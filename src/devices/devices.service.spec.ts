@@ -12,6 +12,7 @@ import {
   product,
 } from '../../test/support/unit-fakes';
 import type { AuditService } from '../audit/audit.service';
+import type { DeviceCertificatesService } from '../certificates/device-certificates.service';
 import { BLANK } from '../common/errors/messages';
 import type { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import type { ProductsService } from '../products/products.service';
@@ -84,6 +85,7 @@ function setup() {
     fake<UpdateNotifier>(updates),
     fake<AuditService>(audit),
     fake<DeploymentMembershipService>(membership),
+    fake<DeviceCertificatesService>({}),
   );
   return {
     service,

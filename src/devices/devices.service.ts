@@ -1,6 +1,7 @@
 import { DeploymentMembershipService } from '../deployments/deployment-membership.service';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
+import { DeviceCertificatesService } from '../certificates/device-certificates.service';
 import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN, BLANK } from '../common/errors/messages';
@@ -48,6 +49,7 @@ export class DevicesService {
     private readonly updates: UpdateNotifier,
     private readonly audit: AuditService,
     private readonly membership: DeploymentMembershipService,
+    private readonly certificates: DeviceCertificatesService,
   ) {}
 
   async create(
@@ -100,6 +102,24 @@ export class DevicesService {
     const device = await this.load(product, identifier);
     if (!device) throw DomainError.notFound();
     return { data: device };
+  }
+
+  /**
+   * NervesHub's `POST .../devices/auth`: the device of the path's product a certificate was registered for, as
+   * `show` answers it; NervesHub's 403 `{"status":"Unauthorized"}` for anything else (not one readable
+   * certificate, unknown, or a device of another product or organization). The product is looked up first, so an
+   * unknown product is the constant 404 as on every route under it.
+   */
+  async authByCertificate(
+    access: OrgAccess,
+    productName: string,
+    certificate: string,
+  ): Promise<{ data: DeviceView }> {
+    const product = await this.products.findInOrg(access, productName);
+    const deviceId = await this.certificates.deviceIdOf(certificate);
+    const row = deviceId === null ? null : await this.devices.findRowByIdInProduct(product.id, deviceId);
+    if (!row) throw DomainError.certificateUnauthorized();
+    return { data: deviceView(row) };
   }
 
   /** `GET /api/devices/{identifier}`: the guard found the device among the caller's organizations. */

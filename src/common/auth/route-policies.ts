@@ -40,6 +40,7 @@ export const ROUTE_POLICIES = {
   'devices.create': { scope: 'org', role: 'manage' },
   'devices.list': { scope: 'org', role: 'view' },
   'devices.show': { scope: 'org', role: 'view' },
+  'devices.auth': { scope: 'org', role: 'view' },
   'devices.update': { scope: 'org', role: 'manage' },
   'devices.delete': { scope: 'org', role: 'manage' },
   'devices.upgrade': { scope: 'org', role: 'manage' },

@@ -67,6 +67,7 @@ describe('AllExceptionsFilter: every row of the contract error table', () => {
     [DomainError.invalid({ name: ["can't be blank"] }), 422, { errors: { name: ["can't be blank"] } }],
     [DomainError.conflict('device is not connected'), 409, { errors: { detail: 'device is not connected' } }],
     [DomainError.deviceUnavailable(), 403, { errors: { detail: 'device not available or responding' } }],
+    [DomainError.certificateUnauthorized(), 403, { status: 'Unauthorized' }],
     [new PayloadTooLargeException(), 413, { errors: { detail: 'request body is too large' } }],
     [
       new BadRequestException('Failed to decode param'),

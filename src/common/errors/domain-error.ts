@@ -39,6 +39,14 @@ export class DomainError extends Error {
     return new DomainError(ErrorCode.DEVICE_UNAVAILABLE, 'device not available or responding');
   }
 
+  /**
+   * NervesHub's answer to a device-certificate lookup that finds no device of the path's product:
+   * `{"status":"Unauthorized"}`, whatever the reason.
+   */
+  static certificateUnauthorized(): DomainError {
+    return new DomainError(ErrorCode.CERTIFICATE_UNAUTHORIZED, 'Unauthorized');
+  }
+
   static conflict(detail: string): DomainError {
     return new DomainError(ErrorCode.CONFLICT, detail);
   }

@@ -2,7 +2,10 @@ import { ERROR_TABLE, ErrorCode, NOT_FOUND_DETAIL } from './error-codes';
 import type { DomainError } from './domain-error';
 
 export type ErrorBody =
-  { error: string } | { errors: { detail: string } } | { errors: Record<string, string[]> };
+  | { error: string }
+  | { errors: { detail: string } }
+  | { errors: Record<string, string[]> }
+  | { status: string };
 
 /** The contract's body (section 3) for a domain error. */
 export function errorBody(error: DomainError): { status: number; body: ErrorBody } {
@@ -19,5 +22,7 @@ export function errorBody(error: DomainError): { status: number; body: ErrorBody
       return { status, body: { errors: { detail: NOT_FOUND_DETAIL } } };
     case 'detail':
       return { status, body: { errors: { detail: error.detail } } };
+    case 'status':
+      return { status, body: { status: 'Unauthorized' } };
   }
 }

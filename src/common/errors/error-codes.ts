@@ -11,6 +11,8 @@ export enum ErrorCode {
   CONFLICT = 'CONFLICT',
   /** A support script found no device to run it, or no answer in time (NervesHub's 403 with its message). */
   DEVICE_UNAVAILABLE = 'DEVICE_UNAVAILABLE',
+  /** A certificate that names no device of the path's product (NervesHub's 403 `{"status":"Unauthorized"}`). */
+  CERTIFICATE_UNAUTHORIZED = 'CERTIFICATE_UNAUTHORIZED',
   PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE',
   RATE_LIMITED = 'RATE_LIMITED',
@@ -22,9 +24,10 @@ export enum ErrorCode {
 
 /**
  * `constant`: `{"errors":{"detail":<the constant text>}}`, whatever the error says: lookup and authorization failures
- * must not tell each other apart. `detail`: the error's own text.
+ * must not tell each other apart. `detail`: the error's own text. `status`: NervesHub's `{"status":"Unauthorized"}` of
+ * device-certificate lookups, which its clients read.
  */
-export type ErrorBodyShape = 'auth' | 'constant' | 'detail' | 'fields';
+export type ErrorBodyShape = 'auth' | 'constant' | 'detail' | 'fields' | 'status';
 
 export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodyShape }> = {
   [ErrorCode.UNAUTHENTICATED]: { status: 401, shape: 'auth' },
@@ -36,6 +39,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },
   [ErrorCode.CONFLICT]: { status: 409, shape: 'detail' },
   [ErrorCode.DEVICE_UNAVAILABLE]: { status: 403, shape: 'detail' },
+  [ErrorCode.CERTIFICATE_UNAUTHORIZED]: { status: 403, shape: 'status' },
   [ErrorCode.PAYLOAD_TOO_LARGE]: { status: 413, shape: 'detail' },
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: { status: 415, shape: 'detail' },
   [ErrorCode.RATE_LIMITED]: { status: 429, shape: 'detail' },

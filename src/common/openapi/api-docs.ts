@@ -75,6 +75,11 @@ export interface OperationDoc {
   extra?: Record<string, Type<unknown>>;
   /** Error statuses besides the ones every authenticated route has (401, 403, 404, 503). */
   errors?: number[];
+  /**
+   * A status whose body on this route may also be one of NervesHub's (a compatibility exception): documented as
+   * `oneOf` the usual body and these, with this description.
+   */
+  nervesHubErrors?: Record<number, { description: string; types: Type<unknown>[] }>;
   isPublic?: boolean;
   deprecated?: boolean;
   /** Response headers as documented; a handler that answers `Location` has `@SetsLocation()` (checked by a test). */
@@ -135,9 +140,23 @@ export function ApiOperationDoc(doc: OperationDoc) {
   const errors = new Set(doc.isPublic ? [] : [401, 403, 404]);
   for (const code of doc.errors ?? []) errors.add(code);
   errors.add(503);
+  for (const code of Object.keys(doc.nervesHubErrors ?? {})) errors.add(Number(code));
   for (const code of [...errors].sort()) {
     const { description, type } = ERROR_DOCS[code];
-    decorators.push(ApiResponse({ status: code, description, type }));
+    const nervesHub = doc.nervesHubErrors?.[code];
+    if (nervesHub) {
+      models.push(...nervesHub.types);
+      const types = [...new Set([type, ...(code === 403 ? [AuthErrorBody] : []), ...nervesHub.types])];
+      decorators.push(
+        ApiResponse({
+          status: code,
+          description: `${nervesHub.description}; or: ${description}`,
+          schema: { oneOf: types.map((t) => ({ $ref: getSchemaPath(t) })) },
+        }),
+      );
+    } else {
+      decorators.push(ApiResponse({ status: code, description, type }));
+    }
   }
   if (!doc.isPublic) decorators.push(ApiBearerAuth('bearer_auth'));
   return applyDecorators(ApiExtraModels(...models), ...decorators);

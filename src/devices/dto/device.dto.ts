@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { BooleanField, StringCastBooleanField, StringField, TagsField } from '../../common/validation/fields';
+import { MAX_CERT_FIELD } from '../../certificates/dto/ca-certificate.dto';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../device.entity';
 
 // Printable, no whitespace, no "/", 1–255 characters: usable as a path segment everywhere.
@@ -88,6 +89,25 @@ export class ConsoleCodeDto {
     doc: { description: 'Legacy alias of `code`', deprecated: true },
   })
   body?: string;
+}
+
+/** NervesHub's `POST .../devices/auth`: which device a certificate belongs to. */
+export class DeviceCertificateAuthDto {
+  @StringField({
+    required: true,
+    max: MAX_CERT_FIELD,
+    doc: {
+      description:
+        "A device's certificate: base64 of its PEM, as NervesHub clients send it (the PEM itself is accepted too)",
+      example: 'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ...',
+    },
+  })
+  certificate: string;
+}
+
+/** NervesHub's body for a certificate that names no device of the product. */
+export class CertificateUnauthorizedBody {
+  @ApiProperty({ enum: ['Unauthorized'], example: 'Unauthorized' }) status: string;
 }
 
 export class FirmwareMetadataView {
