@@ -46,7 +46,7 @@ import { errorBody } from '../src/common/errors/error-body';
 import { ErrorCode } from '../src/common/errors/error-codes';
 import { paginationView, type RawQuery } from '../src/common/http/page-request';
 import { parseBigId } from '../src/common/values';
-import { parseRange } from '../src/gateway/byte-range';
+import { parseRange } from '../src/firmware/storage/byte-range';
 import { DOWNLOAD_PATH_PREFIX, DownloadLinkSigner, downloadPath } from '../src/gateway/download-links';
 import {
   deviceCountSql,

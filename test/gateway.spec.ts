@@ -7,7 +7,7 @@ import {
   updatePayload,
 } from '../src/gateway/device-link.service';
 import { DownloadLinkSigner, deriveLinkKey, downloadPath } from '../src/gateway/download-links';
-import { parseRange } from '../src/gateway/byte-range';
+import { parseRange } from '../src/firmware/storage/byte-range';
 import { codePoints, decodeFrame, encodePush, encodeReply } from '../src/gateway/phoenix-frames';
 import { deviceSocketUrl, simulatedIrohKey } from '../src/cli/simulator';
 

@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { sendStoredFile } from '../common/http/send-stored-file';
-import { ApiOperationDoc, FieldErrorBody } from '../common/openapi/api-docs';
+import { ApiOperationDoc, FieldErrorBody, ApiStoredFileResponses } from '../common/openapi/api-docs';
 import { FirmwareDetailView, FirmwareUploadDto, FirmwareView } from './dto/firmware.dto';
 import { FirmwareService } from './firmware.service';
 import { FirmwareUploadReceiver } from './upload-receiver';
@@ -116,15 +116,7 @@ export class FirmwareController {
       'object, which serves the bytes and Range requests itself.',
     text: { mediaType: 'application/octet-stream', description: 'The whole firmware file' },
   })
-  @ApiResponse({ status: 206, description: 'The requested byte range (`Content-Range`)' })
-  @ApiResponse({
-    status: 302,
-    description: 'Object storage: `Location` is a presigned URL of the file in the bucket',
-  })
-  @ApiResponse({
-    status: 416,
-    description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',
-  })
+  @ApiStoredFileResponses()
   async download(
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,

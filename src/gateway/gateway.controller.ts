@@ -1,10 +1,10 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
-import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { DeviceAccess } from '../common/auth/actor';
 import { CurrentAccess, Public, Route } from '../common/auth/decorators';
 import { sendStoredFile } from '../common/http/send-stored-file';
-import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { ApiOperationDoc, ApiStoredFileResponses } from '../common/openapi/api-docs';
 import { ConsoleOutputService } from './console-output.service';
 import { DOWNLOAD_PATH_PREFIX } from './download-links';
 import { FirmwareDownloads } from './firmware-downloads';
@@ -67,15 +67,7 @@ export class FirmwareDownloadController {
     isPublic: true,
     errors: [403, 404],
   })
-  @ApiResponse({ status: 206, description: 'The requested byte range' })
-  @ApiResponse({
-    status: 302,
-    description: 'Object storage: `Location` is a presigned URL of the file in the bucket',
-  })
-  @ApiResponse({
-    status: 416,
-    description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',
-  })
+  @ApiStoredFileResponses()
   async download(
     @Param('firmware_id') firmwareId: string,
     @Param('file') file: string,

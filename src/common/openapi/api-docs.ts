@@ -177,3 +177,18 @@ export function ApiPaginationQuery() {
     }),
   );
 }
+
+/** The answers of a stored file besides its 200 (`answerStoredFile`): a byte range, the store's link, a bad range. */
+export function ApiStoredFileResponses() {
+  return applyDecorators(
+    ApiResponse({ status: 206, description: 'The requested byte range (`Content-Range`)' }),
+    ApiResponse({
+      status: 302,
+      description: 'Object storage: `Location` is a presigned URL of the file in the bucket',
+    }),
+    ApiResponse({
+      status: 416,
+      description: 'Range not satisfiable (`Content-Range: bytes */<size>`, empty body)',
+    }),
+  );
+}

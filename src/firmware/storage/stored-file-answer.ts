@@ -1,5 +1,5 @@
 import { DomainError } from '../../common/errors/domain-error';
-import { parseRange } from '../../gateway/byte-range';
+import { parseRange } from './byte-range';
 import type { FirmwareStorage, StoredBytes } from './firmware-storage';
 
 /** How a stored file is answered over HTTP: the controller writes it as is (see `sendStoredFile`). */
