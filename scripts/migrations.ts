@@ -11,7 +11,8 @@ import { loadConfig } from '../src/config/config';
 import { DatabaseLocation } from '../src/database/database-url';
 import { dataSourceOptions } from '../src/database/data-source-options';
 
-const SCRATCH = 'fleethub_migration_scratch';
+/** One scratch database per process, so that two checkouts can generate or check at once on one server. */
+const SCRATCH = `fleethub_migration_scratch_${process.pid}`;
 
 async function scratchDatabase(location: DatabaseLocation): Promise<string> {
   const url = new URL(await location.url());
@@ -24,6 +25,15 @@ async function scratchDatabase(location: DatabaseLocation): Promise<string> {
   await admin.end();
   url.pathname = `/${SCRATCH}`;
   return url.toString();
+}
+
+async function dropScratchDatabase(location: DatabaseLocation): Promise<void> {
+  const adminUrl = new URL(await location.url());
+  adminUrl.pathname = '/postgres';
+  const admin = new Client({ connectionString: adminUrl.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${SCRATCH} WITH (FORCE)`);
+  await admin.end();
 }
 
 function escape(sql: string): string {
@@ -86,6 +96,7 @@ ${down.join('\n')}
     process.stdout.write(`wrote ${file}\nadd ${name}${timestamp} to migrations/index.ts\n`);
     return 0;
   } finally {
+    await dropScratchDatabase(location);
     await location.release();
   }
 }
