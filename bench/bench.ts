@@ -683,8 +683,13 @@ async function main(): Promise<void> {
         buildSignedFw,
         signingKey: benchSigningKey().privateKey,
         benchData: BENCH_DATA,
+        databaseRoot: databaseRoots[0] ?? null,
       };
       if (wants('rollout')) {
+        // Each rollout's server is the only fleethub instance: with the main one still running, either could lead
+        // the group, and a claim made there would reach the devices through the instance bus (measured: the
+        // idle instance led, one NOTIFY per completed update). It starts again for what follows.
+        await stopProcess(fleethub.child);
         await dropStaleRolloutProducts(db, info.orgId, log);
         const runs = [
           { name: 'rollout' as const, failShare: 0, failureThreshold: null },
@@ -731,6 +736,7 @@ async function main(): Promise<void> {
           }
           deployments.rollouts.push(row);
         }
+        fleethub = await startFleethub('fleethub');
       }
       if (wants('membership')) {
         log(

@@ -161,6 +161,8 @@ export interface RolloutOptions {
   buildSignedFw: typeof buildSignedFw;
   signingKey: KeyObject;
   benchData: string;
+  /** PostgreSQL's postmaster when it runs on this machine. */
+  databaseRoot: number | null;
 }
 
 /** One rollout in its own product: devices connect on 1.0.0, then the active group on 2.0.0 is created. */
@@ -208,6 +210,8 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResults> {
     untilPaused: o.failureThreshold !== null,
     timeoutMs: 180_000,
     log: o.log,
+    serverPid: o.server.child.pid ?? 0,
+    databaseRoot: o.databaseRoot,
     startRollout: async () => {
       const created = await http.call('POST', `${base}/deployments`, {
         name: 'bench',

@@ -90,6 +90,11 @@ function treeJiffies(roots: readonly number[]): number {
   return jiffies;
 }
 
+/** CPU seconds (user + system) of the process trees under `roots` so far; see treeJiffies. */
+export function treeCpuSeconds(roots: readonly number[]): number {
+  return treeJiffies(roots) / 100;
+}
+
 const load1 = () => Number(os.loadavg()[0].toFixed(2));
 const percent = (part: number, whole: number) => (whole > 0 ? Number(((100 * part) / whole).toFixed(1)) : 0);
 

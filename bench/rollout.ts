@@ -17,6 +17,7 @@
 import type { Client } from 'pg';
 import type { SimulatorOptions } from '../src/cli/simulator';
 import { mergeUpdateStats } from '../src/cli/simulated-update';
+import { describeLoad, type LoadWindow, treeCpuSeconds, watchLoad } from './machine-load';
 import type { Log } from './seed';
 import { PER_WORKER, startWorker, stopWorker, waitFor, type Worker, type WorkerBase } from './sockets';
 
@@ -42,6 +43,21 @@ export interface RolloutScenarioOptions {
   timeoutMs?: number;
   /** Done when the group has paused itself and has no update in flight (instead of: every device settled). */
   untilPaused?: boolean;
+  /** The server process, and PostgreSQL's postmaster (null: not on this machine), for the CPU they spend. */
+  serverPid: number;
+  databaseRoot: number | null;
+}
+
+/**
+ * CPU seconds spent from the rollout's start until it settled, by the server, the simulated devices' client
+ * processes, and PostgreSQL (every process of its postmaster: when other databases of that server are busy, they
+ * count too — the embedded default has none); and the machine meanwhile.
+ */
+export interface RolloutCpu {
+  server_s: number;
+  devices_s: number;
+  database_s: number | null;
+  machine: LoadWindow;
 }
 
 export interface RolloutResults {
@@ -76,6 +92,7 @@ export interface RolloutResults {
   in_flight_at_pause: number | null;
   /** Update frames the devices received after that sample (0: no claim after the pause). */
   frames_after_pause: number | null;
+  cpu: RolloutCpu;
 }
 
 export async function rolloutScenario(o: RolloutScenarioOptions): Promise<RolloutResults> {
@@ -162,6 +179,18 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       ).rows[0].n;
     const stats = () => Promise.all(workers.map((w) => w.send('updateStats')));
 
+    const workerPids = workers.map((w) => w.child.pid).filter((pid): pid is number => pid !== undefined);
+    const cpuNow = () => ({
+      server: treeCpuSeconds([o.serverPid]),
+      devices: treeCpuSeconds(workerPids),
+      database: o.databaseRoot === null ? null : treeCpuSeconds([o.databaseRoot]),
+    });
+    const cpu0 = cpuNow();
+    const load = watchLoad(() => [
+      o.serverPid,
+      ...workerPids,
+      ...(o.databaseRoot === null ? [] : [o.databaseRoot]),
+    ]);
     started = Date.now();
     sampler = setInterval(() => void sample().catch(() => undefined), SAMPLE_MS);
     await o.startRollout();
@@ -177,6 +206,16 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       250,
     );
     const allSettledMs = settledIn === null ? null : Date.now() - started;
+    const cpu1 = cpuNow();
+    const machine = load.stop();
+    const seconds = (a: number, b: number) => Math.round((b - a) * 100) / 100;
+    const cpu: RolloutCpu = {
+      server_s: seconds(cpu0.server, cpu1.server),
+      devices_s: seconds(cpu0.devices, cpu1.devices),
+      database_s:
+        cpu0.database === null || cpu1.database === null ? null : seconds(cpu0.database, cpu1.database),
+      machine,
+    };
     clearInterval(sampler);
     sampler = null;
     await sample();
@@ -219,6 +258,7 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       paused_reason: paused?.reason ?? null,
       in_flight_at_pause: paused?.in_flight ?? null,
       frames_after_pause: paused ? final.update_frames - paused.frames : null,
+      cpu,
     };
     o.log(
       `  rollout: ${allSettledMs === null ? 'not settled in time' : `settled in ${allSettledMs} ms`}; ` +
@@ -226,6 +266,12 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
         `${maxClients} applying (devices); frames per device ${JSON.stringify(final.frames_per_device)}; ` +
         `${final.completions} installed, ${final.failures} failed, ${results.blocked} in the penalty box` +
         (paused ? `; paused after ${paused.after_ms} ms with ${paused.in_flight} in flight` : ''),
+    );
+    const perUpdate = (s: number | null) =>
+      s === null || final.update_frames === 0 ? '–' : `${((1000 * s) / final.update_frames).toFixed(1)} ms`;
+    o.log(
+      `  rollout CPU per update: server ${perUpdate(cpu.server_s)}, devices ${perUpdate(cpu.devices_s)}, ` +
+        `PostgreSQL ${perUpdate(cpu.database_s)}; ${describeLoad(machine)}`,
     );
     await Promise.all(workers.map((w) => w.send('stop')));
     return results;

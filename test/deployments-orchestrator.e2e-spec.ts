@@ -357,6 +357,33 @@ describe('deployment orchestrator (two instances)', () => {
     await a.app.get(DeploymentOrchestrator).sweep();
   }
 
+  it('an installed update clears the attempts an earlier one left (the join that reports it)', async () => {
+    const { group, devices: fleetDevices } = await fleet(1, {
+      concurrent_updates: 1,
+      device_failure_threshold: 3,
+      failure_threshold: 100,
+    });
+    const [device] = fleetDevices;
+    await start(group);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    await expireInFlight(group.id);
+    expect((await deviceRow(device.identifier)).update_attempts).toHaveLength(1);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 2,
+    );
+    await device.complete(urlA, newUuid);
+    await eventually(
+      () => deviceRow(device.identifier),
+      (row) => row.update_attempts.length === 0,
+    );
+    expect(await deviceRow(device.identifier)).toEqual({ update_attempts: [], updates_blocked_until: null });
+    expect(await inFlight(group.id)).toBe(0);
+  }, 30_000);
+
   it('expired attempts: tried again until device_failure_threshold, then the penalty box', async () => {
     const { group, devices: fleetDevices } = await fleet(1, {
       concurrent_updates: 1,

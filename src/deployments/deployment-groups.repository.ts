@@ -365,37 +365,38 @@ export class DeploymentGroupsRepository {
 
   /**
    * Moves the device from group `from` to group `to` (either null), unless its membership changed meanwhile
-   * (compare-and-set). Takes the shared side of the product's membership lock first, so that it waits for a
-   * recomputation of the product, which inserts without conflict handling. A new membership locks its device and
-   * group rows as a foreign key would (KEY SHARE), so that neither can be deleted underneath it.
+   * (compare-and-set), in one statement. It takes the shared side of the product's membership lock before it
+   * writes (every write below waits for the lock's CTE), so that it waits for a recomputation of the product,
+   * which inserts without conflict handling; the rows it writes are read as they are then, whatever the
+   * statement's snapshot (READ COMMITTED re-checks an updated or deleted row, and ON CONFLICT sees committed
+   * keys). A new membership locks its device and group rows as a foreign key would (KEY SHARE), so that neither
+   * can be deleted underneath it.
    */
   async moveDevice(
     deviceId: string,
     productId: string,
     from: string | null,
     to: string | null,
-    tx: Queryable,
   ): Promise<boolean> {
     if (from === null && to === null) return false;
-    await tx.query(`SELECT pg_advisory_xact_lock_shared($1, hashtext($2::text))`, [
-      MEMBERSHIP_LOCK_CLASS,
-      productId,
-    ]);
     const change =
       to === null
-        ? `DELETE FROM deployment_group_members WHERE device_id = $1 AND deployment_group_id = $2 RETURNING 1`
+        ? `DELETE FROM deployment_group_members WHERE device_id = $1 AND deployment_group_id = $2
+              AND EXISTS (SELECT 1 FROM l) RETURNING 1`
         : from === null
           ? `INSERT INTO deployment_group_members (device_id, deployment_group_id)
              SELECT d.id, g.id FROM d, g WHERE $2::bigint IS NULL
              ON CONFLICT (device_id) DO NOTHING RETURNING 1`
           : `UPDATE deployment_group_members m SET deployment_group_id = g.id
                FROM g WHERE m.device_id = $1 AND m.deployment_group_id = $2 RETURNING 1`;
-    const rows = await tx.query<{ n: number }[]>(
-      `WITH d AS (SELECT id FROM devices WHERE id = $1 FOR KEY SHARE),
-            g AS (SELECT id FROM deployment_groups WHERE id = $3 FOR KEY SHARE),
+    const rows = await this.db.query<{ n: number }[]>(
+      `WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared($4, hashtext($5::text))),
+            d AS (SELECT devices.id FROM l, devices WHERE devices.id = $1 FOR KEY SHARE OF devices),
+            g AS (SELECT deployment_groups.id FROM l, deployment_groups
+                   WHERE deployment_groups.id = $3 FOR KEY SHARE OF deployment_groups),
             moved AS (${change})
        SELECT count(*)::int AS n FROM moved`,
-      [deviceId, from, to],
+      [deviceId, from, to, MEMBERSHIP_LOCK_CLASS, productId],
     );
     return rows[0].n > 0;
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Queryable, Transactions } from '../database/transactions';
+import type { Queryable } from '../database/transactions';
 import { DeploymentEvents } from './deployment-events';
 import {
   type MembershipGroup,
@@ -65,7 +65,6 @@ export class DeploymentMembershipService {
   constructor(
     private readonly groups: DeploymentGroupsRepository,
     private readonly events: DeploymentEvents,
-    private readonly transactions: Transactions,
   ) {}
 
   /**
@@ -118,9 +117,7 @@ export class DeploymentMembershipService {
     const target = chooseGroup(state, state.groups);
     if (target === state.deployment_group_id) return target;
     // Compare-and-set: a concurrent recomputation that moved the device first wins.
-    const moved = await this.transactions.run((tx) =>
-      this.groups.moveDevice(deviceId, state.product_id, state.deployment_group_id, target, tx),
-    );
+    const moved = await this.groups.moveDevice(deviceId, state.product_id, state.deployment_group_id, target);
     // A new member may be due its group's release now, not at the orchestrator's next sweep.
     if (moved && target !== null) await this.events.groupChanged(target);
     return target;

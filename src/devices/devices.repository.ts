@@ -11,18 +11,27 @@ import { Device, type FirmwareMetadata } from './device.entity';
 
 // The device path's writes: once per device connection and update (prepared once per pool connection).
 const RECORD_JOIN = new PreparedStatement(
-  `WITH joined AS (
+  `WITH installed AS (
+      SELECT $2::boolean AND EXISTS (
+               SELECT 1 FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id
+                WHERE pu.device_id = $1 AND pu.deployment_group_id IS NOT NULL AND f.uuid::text = $3::jsonb->>'uuid'
+             ) AS update_attempts_cleared
+    ), joined AS (
       UPDATE devices SET
         firmware_metadata = CASE WHEN $2::boolean THEN $3::jsonb ELSE firmware_metadata END,
         firmware_version = CASE WHEN $2::boolean THEN $4 ELSE firmware_version END,
         firmware_platform = CASE WHEN $2::boolean THEN $5 ELSE firmware_platform END,
         firmware_version_key = CASE WHEN $2::boolean THEN $9 ELSE firmware_version_key END,
+        update_attempts = CASE WHEN installed.update_attempts_cleared THEN '{}' ELSE update_attempts END,
+        updates_blocked_until = CASE WHEN installed.update_attempts_cleared THEN NULL ELSE updates_blocked_until END,
         connection_status = 'connected', connected_instance_id = $6, last_communication = now(),
         connected_at = now()
-      WHERE id = $1 RETURNING id, product_id
+      FROM installed
+      WHERE id = $1 RETURNING id, product_id, installed.update_attempts_cleared
     )
     SELECT CASE WHEN $8::boolean
           THEN ARRAY(SELECT k.key FROM signing_keys k WHERE k.org_id = $7 ORDER BY k.id) END AS keys,
+        joined.update_attempts_cleared,
         (EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = joined.id) OR EXISTS (
            SELECT 1 FROM deployment_groups g
             WHERE g.product_id = joined.product_id AND g.is_active AND NOT g.lock_device_membership
@@ -46,7 +55,11 @@ export interface DeviceJoin {
    * Whether the device's deployment group must be checked: it has one (its firmware may have changed), or its
    * product has an active group that takes devices.
    */
-  membershipCheck: boolean;
+  membershipCheck: boolean; /**
+   * The device reported the firmware of its pending deployment update: the update is installed, and the join
+   * cleared the device's update attempts and penalty (as the completion would, one statement later).
+   */
+  updateAttemptsCleared: boolean;
 }
 
 /** Characters of a reported version or platform stored in their (indexed) columns. */
@@ -203,7 +216,11 @@ export class DevicesRepository {
     withKeys: boolean,
   ): Promise<DeviceJoin | null> {
     const rows = await readRows<
-      Partial<PendingUpdateRow> & { keys: string[] | null; membership_check: boolean }
+      Partial<PendingUpdateRow> & {
+        keys: string[] | null;
+        membership_check: boolean;
+        update_attempts_cleared: boolean;
+      }
     >(this.db, RECORD_JOIN, [
       device.deviceId,
       metadata !== null,
@@ -217,11 +234,17 @@ export class DevicesRepository {
     ]);
     const row = rows[0];
     if (!row) return null;
-    const { keys, membership_check: membershipCheck, ...pending } = row;
+    const {
+      keys,
+      membership_check: membershipCheck,
+      update_attempts_cleared: updateAttemptsCleared,
+      ...pending
+    } = row;
     return {
       keys: withKeys ? (keys ?? []) : null,
       pending: pending.firmware_id ? (pending as PendingUpdateRow) : null,
       membershipCheck,
+      updateAttemptsCleared,
     };
   }
 

@@ -44,14 +44,17 @@ export class FirmwareRecordsService {
     return this.firmwares.findStorageKey(firmwareId, uuid);
   }
 
-  /** The device's pending update, with what the `update` message needs; null when there is none. */
-  pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
-    return this.pendingUpdates.findForDelivery(deviceId);
+  /**
+   * Each device's pending update, with what the `update` message needs (null when there is none), in the order of
+   * `deviceIds`.
+   */
+  findPendingUpdates(deviceIds: readonly string[]): Promise<(PendingUpdateRow | null)[]> {
+    return this.pendingUpdates.findForDelivery(deviceIds);
   }
 
-  /** The update to `firmwareId` was sent to the device. */
-  markUpdateDelivered(deviceId: string, firmwareId: string): Promise<void> {
-    return this.pendingUpdates.markDelivered(deviceId, firmwareId);
+  /** Each update was sent to its device. */
+  markUpdatesDelivered(sent: readonly { deviceId: string; firmwareId: string }[]): Promise<void> {
+    return this.pendingUpdates.markDelivered(sent);
   }
 
   /** The device runs `firmwareId`: its update to it is complete (the row goes). */

@@ -17,14 +17,16 @@ const TARGET_BY_CONSTRAINT: Readonly<Record<string, PendingUpdateTarget>> = {
 };
 
 // The device path's statements: several per device and update, prepared once per connection.
-const FIND_FOR_DELIVERY = new PreparedStatement(
-  `SELECT ${PENDING_UPDATE_COLUMNS}
+const FIND_MANY_FOR_DELIVERY = new PreparedStatement(
+  `SELECT pu.device_id, ${PENDING_UPDATE_COLUMNS}
      FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id JOIN products p ON p.id = f.product_id
-    WHERE pu.device_id = $1`,
+    WHERE pu.device_id = ANY($1::bigint[])`,
 );
 const MARK_DELIVERED = new PreparedStatement(
-  `UPDATE pending_updates SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
-    WHERE device_id = $1 AND firmware_id = $2`,
+  `UPDATE pending_updates p
+      SET delivered_at = now(), status = NULL, progress = NULL, status_updated_at = now()
+     FROM unnest($1::bigint[], $2::bigint[]) AS sent(device_id, firmware_id)
+    WHERE p.device_id = sent.device_id AND p.firmware_id = sent.firmware_id`,
 );
 const RECORD_PROGRESS = new PreparedStatement(
   `UPDATE pending_updates p
@@ -62,15 +64,24 @@ export class PendingUpdatesRepository {
     return TARGET_BY_CONSTRAINT[pgError(err)?.constraint ?? ''] ?? 'device';
   }
 
-  /** The device's pending update with its firmware and product, as the `update` message needs it. */
-  async findForDelivery(deviceId: string): Promise<PendingUpdateRow | null> {
-    const [row] = await readRows<PendingUpdateRow>(this.db, FIND_FOR_DELIVERY, [deviceId]);
-    return row ?? null;
+  /**
+   * Each device's pending update with its firmware and product, as the `update` message needs it (null: none), in
+   * the order of `deviceIds`.
+   */
+  async findForDelivery(deviceIds: readonly string[]): Promise<(PendingUpdateRow | null)[]> {
+    const rows = await readRows<PendingUpdateRow & { device_id: string }>(this.db, FIND_MANY_FOR_DELIVERY, [
+      deviceIds,
+    ]);
+    const byDevice = new Map(rows.map(({ device_id, ...row }) => [String(device_id), row]));
+    return deviceIds.map((id) => byDevice.get(id) ?? null);
   }
 
-  /** The update to `firmwareId` was sent to the device: delivered now, its status and progress reset. */
-  async markDelivered(deviceId: string, firmwareId: string): Promise<void> {
-    await writeRows(this.db, MARK_DELIVERED, [deviceId, firmwareId]);
+  /** Each update was sent to its device: delivered now, its status and progress reset. */
+  async markDelivered(sent: readonly { deviceId: string; firmwareId: string }[]): Promise<void> {
+    await writeRows(this.db, MARK_DELIVERED, [
+      sent.map((entry) => entry.deviceId),
+      sent.map((entry) => entry.firmwareId),
+    ]);
   }
 
   /** Deletes the device's pending update to `firmwareId` (the device runs it). */

@@ -17,6 +17,7 @@ import { DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
 import { CoalescedProgress } from './coalesced-progress';
 import { RolloutSignals } from './rollout-signals';
+import { TurnBatch } from './turn-batch';
 
 export type { PendingUpdateRow } from '../firmware/firmware-records.service';
 
@@ -206,6 +207,16 @@ export class DeviceLinkService {
   private readonly progress = new CoalescedProgress((entries) =>
     this.firmwares.recordUpdateProgress(entries),
   );
+  /** The reads and the delivery marks of the pending updates pushed in one turn (a claim's devices): one statement each. */
+  private readonly pendingReads = new TurnBatch<string, PendingUpdateRow | null>((deviceIds) =>
+    this.firmwares.findPendingUpdates(deviceIds),
+  );
+  private readonly deliveries = new TurnBatch<{ deviceId: string; firmwareId: string }, void>(
+    async (sent) => {
+      await this.firmwares.markUpdatesDelivered(sent);
+      return sent.map(() => undefined);
+    },
+  );
 
   /**
    * A device's `device` channel join in one statement: stores the metadata (unchanged when the join names no
@@ -233,7 +244,7 @@ export class DeviceLinkService {
   }
 
   pendingUpdate(deviceId: string): Promise<PendingUpdateRow | null> {
-    return this.firmwares.pendingUpdate(deviceId);
+    return this.pendingReads.call(deviceId);
   }
 
   /**
@@ -246,14 +257,17 @@ export class DeviceLinkService {
   }
 
   markDelivered(deviceId: string, firmwareId: string): Promise<void> {
-    return this.firmwares.markUpdateDelivered(deviceId, firmwareId);
+    return this.deliveries.call({ deviceId, firmwareId });
   }
 
-  /** The device runs the target firmware: the update is complete (the deployment orchestrator is told). */
-  async completeUpdate(deviceId: string, firmwareId: string): Promise<void> {
+  /**
+   * The device runs the target firmware: the update is complete (the deployment orchestrator is told).
+   * `attemptsCleared`: the device's join cleared its update attempts already.
+   */
+  async completeUpdate(deviceId: string, firmwareId: string, attemptsCleared = false): Promise<void> {
     const groupId = await this.firmwares.completeUpdateOf(deviceId, firmwareId);
     this.logger.log(`device ${deviceId} completed its update`);
-    if (groupId !== null) this.signals.updateCompleted({ deviceId, groupId });
+    if (groupId !== null) this.signals.updateCompleted({ deviceId, groupId, attemptsCleared });
   }
 
   /**

@@ -6,6 +6,7 @@ import { DeviceChannel } from './channels/device';
 import { DeviceBus, type DeviceBusEnvelope } from './device-bus';
 import { GATEWAY_LOG_CONTEXT } from './device-connection';
 import { DeviceConnections } from './device-connections';
+import { GatewayPeers } from './gateway-peers';
 import { DeviceLinkService } from './device-link.service';
 import { codePoints } from './phoenix-frames';
 import { ScriptRunner } from './script-runner';
@@ -41,15 +42,19 @@ export class DeviceRelay {
     private readonly device: DeviceChannel,
     private readonly console: ConsoleChannel,
     private readonly scripts: ScriptRunner,
+    private readonly peers: GatewayPeers,
   ) {}
 
   get instanceId(): string {
     return this.bus.instanceId;
   }
 
-  /** Starts receiving the other instances' messages. */
+  /** Starts receiving the other instances' messages, and tells them this instance is there (an empty `closes`). */
   start(): void {
     this.bus.onMessage((envelope) => this.onBus(envelope));
+    this.bus
+      .publish('', { kind: 'closes', devices: [] })
+      .catch((err: unknown) => this.logger.warn({ err }, 'bus publish failed'));
   }
 
   /** Drops console code still being received. */
@@ -165,7 +170,7 @@ export class DeviceRelay {
       await conn.enqueue(() => this.device.deliverUpdate(conn));
       return;
     }
-    await this.bus.publish(deviceId, { kind: 'update' });
+    if (!this.peers.alone) await this.bus.publish(deviceId, { kind: 'update' });
   }
 
   /**
@@ -181,6 +186,7 @@ export class DeviceRelay {
         void conn.enqueue(() => this.device.deliverUpdate(conn, undefined, true));
       else elsewhere.push(id);
     }
+    if (this.peers.alone) return;
     for (let i = 0; i < elsewhere.length; i += CLOSES_PER_MESSAGE) {
       await this.bus.publish('', { kind: 'updates', devices: elsewhere.slice(i, i + CLOSES_PER_MESSAGE) });
     }
@@ -192,6 +198,7 @@ export class DeviceRelay {
    * one per connection, and a lone connection waits for nothing).
    */
   closeElsewhere(deviceId: string): void {
+    if (this.peers.alone) return;
     this.closes.add(deviceId);
     if (!this.closesSending) this.publishCloses();
   }
@@ -211,6 +218,7 @@ export class DeviceRelay {
   }
 
   private onBus({ from, deviceId, message }: DeviceBusEnvelope): void {
+    if (from !== this.instanceId) this.peers.heard();
     switch (message.kind) {
       case 'closes': {
         // The newer connections are on the publishing instance (this one replaced its own when they connected).

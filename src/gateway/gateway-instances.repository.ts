@@ -8,16 +8,27 @@ import type { Queryable } from '../database/transactions';
 export class GatewayInstancesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** Extends (or creates) the instance's lease to `leaseSeconds` from now; true when the row was created. */
-  async renewLease(instanceId: string, hostname: string, leaseSeconds: number): Promise<boolean> {
-    const [row] = await this.db.query<{ inserted: boolean }[]>(
-      `INSERT INTO gateway_instances (id, hostname, lease_until)
-       VALUES ($1, $2, now() + make_interval(secs => $3))
-       ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
-       RETURNING (xmax = 0) AS inserted`,
+  /**
+   * Extends (or creates) the instance's lease to `leaseSeconds` from now: whether the row was created, and how many
+   * other instances hold a live lease.
+   */
+  async renewLease(
+    instanceId: string,
+    hostname: string,
+    leaseSeconds: number,
+  ): Promise<{ inserted: boolean; others: number }> {
+    const [row] = await this.db.query<{ inserted: boolean; others: number }[]>(
+      `WITH renewed AS (
+         INSERT INTO gateway_instances (id, hostname, lease_until)
+         VALUES ($1, $2, now() + make_interval(secs => $3))
+         ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
+         RETURNING (xmax = 0) AS inserted)
+       SELECT renewed.inserted,
+              (SELECT count(*)::int FROM gateway_instances WHERE id <> $1 AND lease_until > now()) AS others
+         FROM renewed`,
       [instanceId, hostname, leaseSeconds],
     );
-    return Boolean(row?.inserted);
+    return { inserted: Boolean(row?.inserted), others: row?.others ?? 0 };
   }
 
   async delete(instanceId: string): Promise<void> {

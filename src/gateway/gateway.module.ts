@@ -25,6 +25,7 @@ import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
 import { GatewayInstancesRepository } from './gateway-instances.repository';
+import { GatewayPeers } from './gateway-peers';
 import { ScriptRunner } from './script-runner';
 import {
   GatewayDeviceCommands,
@@ -65,6 +66,7 @@ import { RolloutSignals } from './rollout-signals';
     },
     { provide: DeviceBus, useClass: PgDeviceBus },
     GatewayInstancesRepository,
+    GatewayPeers,
     PresenceService,
     ConsoleOutputRepository,
     ConsoleOutputService,

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { DeviceRecordsService } from '../devices/device-records.service';
 import { fake, fakeTransactions } from '../../test/support/unit-fakes';
 import type { GatewayInstancesRepository } from './gateway-instances.repository';
+import { GatewayPeers } from './gateway-peers';
 import { PresenceService } from './presence.service';
 
 const INSTANCE = '00000000-0000-4000-8000-00000000000a';
@@ -17,11 +18,11 @@ async function startedPresence(markDisconnected: jest.Mock) {
     disconnectAllHeldBy: jest.fn(async () => undefined),
   });
   const instances = fake<GatewayInstancesRepository>({
-    renewLease: jest.fn(async () => false),
+    renewLease: jest.fn(async () => ({ inserted: false, others: 0 })),
     deleteExpired: jest.fn(async () => undefined),
     delete: jest.fn(async () => undefined),
   });
-  const presence = new PresenceService(devices, instances, fakeTransactions());
+  const presence = new PresenceService(devices, instances, fakeTransactions(), new GatewayPeers());
   await presence.start(INSTANCE, () => []);
   return presence;
 }

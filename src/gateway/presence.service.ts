@@ -4,6 +4,7 @@ import { isRetryableConflict } from '../common/errors/postgres-errors';
 import { Transactions } from '../database/transactions';
 import { DeviceRecordsService } from '../devices/device-records.service';
 import { GatewayInstancesRepository } from './gateway-instances.repository';
+import { GatewayPeers } from './gateway-peers';
 
 /** How long an instance's lease lasts; it is renewed every LEASE_RENEW_MS. */
 export const LEASE_MS = 30_000;
@@ -45,6 +46,7 @@ export class PresenceService {
     private readonly devices: DeviceRecordsService,
     private readonly instances: GatewayInstancesRepository,
     private readonly transactions: Transactions,
+    private readonly peers: GatewayPeers,
   ) {}
 
   /** Registers the instance and starts the lease, reaper and flush timers. */
@@ -190,11 +192,12 @@ export class PresenceService {
    * created again and the devices still connected here are marked connected again.
    */
   async renewLease(): Promise<void> {
-    const inserted = await this.instances.renewLease(
+    const { inserted, others } = await this.instances.renewLease(
       this.instanceId,
       hostname().slice(0, 255),
       LEASE_MS / 1000,
     );
+    this.peers.counted(others);
     if (inserted) {
       const devices = this.localDevices();
       if (devices.length > 0) await this.devices.markConnectedAgain(devices, this.instanceId);

@@ -7,6 +7,8 @@ export type FailedOutcome = 'failed' | 'ignored';
 export interface CompletedUpdate {
   deviceId: string;
   groupId: string;
+  /** The device's join already cleared its update attempts (it joined running the update's firmware). */
+  attemptsCleared: boolean;
 }
 
 /** Ends the device's delivered update as failed or ignored; answers whether there was one. */

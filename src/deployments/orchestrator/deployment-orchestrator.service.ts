@@ -292,8 +292,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   }
 
   /** A device completed its orchestrated update: its attempts are cleared and the group's leader poked. */
-  private async updateCompleted({ deviceId, groupId }: CompletedUpdate): Promise<void> {
-    await this.devices.clearUpdateAttempts(deviceId);
+  private async updateCompleted({ deviceId, groupId, attemptsCleared }: CompletedUpdate): Promise<void> {
+    if (!attemptsCleared) await this.devices.clearUpdateAttempts(deviceId);
     await this.poke(groupId);
   }
 

@@ -58,7 +58,7 @@ export class DeviceChannel {
     conn.downloadingUuid = typeof downloading === 'string' && downloading !== '' ? downloading : null;
     conn.topics.set('device', frame.joinRef);
     conn.send(encodeReply(frame, 'ok', {}));
-    await this.afterJoin(conn, params, joined.keys ?? [], joined.pending);
+    await this.afterJoin(conn, params, joined.keys ?? [], joined.pending, joined.updateAttemptsCleared);
     this.signals.deviceOnline(conn.deviceId);
   }
 
@@ -67,6 +67,7 @@ export class DeviceChannel {
     params: Record<string, unknown>,
     keys: string[],
     pending: PendingUpdateRow | null,
+    attemptsCleared: boolean,
   ): Promise<void> {
     if (keys.length > 0) {
       if (params.fwup_public_keys === 'on_connect') conn.push('device', 'fwup_public_keys', { keys });
@@ -77,7 +78,7 @@ export class DeviceChannel {
     if (semver.valid(apiVersion) && semver.gte(apiVersion, '2.2.0')) {
       conn.push('device', 'extensions:get', {});
     }
-    await this.deliverUpdate(conn, pending);
+    await this.deliverUpdate(conn, pending, false, attemptsCleared);
   }
 
   /**
@@ -85,17 +86,19 @@ export class DeviceChannel {
    * is downloading it right now after a reconnect. `undeliveredOnly` (the deployment orchestrator's pushes): not
    * when it was already sent, so that a push repeated for safety never becomes a second `update` frame (pushes
    * to one connection run one after another, so the second one reads the first one's `delivered_at`).
+   * `attemptsCleared`: the join that read `known` cleared the device's update attempts (it runs the update).
    */
   async deliverUpdate(
     conn: DeviceConnection,
     known?: PendingUpdateRow | null,
     undeliveredOnly = false,
+    attemptsCleared = false,
   ): Promise<void> {
     const pending = known === undefined ? await this.link.pendingUpdate(conn.deviceId) : known;
     if (!pending) return;
     if (undeliveredOnly && pending.delivered_at !== null) return;
     if (conn.firmwareUuid === pending.uuid) {
-      await this.link.completeUpdate(conn.deviceId, pending.firmware_id);
+      await this.link.completeUpdate(conn.deviceId, pending.firmware_id, attemptsCleared);
       return;
     }
     if (pending.delivered_at !== null && conn.downloadingUuid === pending.uuid) return;
