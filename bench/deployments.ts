@@ -16,6 +16,7 @@ import autocannon from 'autocannon';
 import type { Client } from 'pg';
 import type { buildSignedFw } from './fw';
 import { type Measurement, summarise } from './report';
+import { describeLoad } from './machine-load';
 import { type RolloutResults, rolloutScenario } from './rollout';
 import type { Log, SeedInfo } from './seed';
 import { dropSocketProduct, type Goal } from './sockets';
@@ -436,6 +437,14 @@ export function deploymentGoals(r: DeploymentResults | null, quick: boolean): Go
   return goals;
 }
 
+/** "4.1 / 3.2 / 4.5 ms" (– for a part not measured). */
+function cpuPerUpdate(x: RolloutResults): string {
+  if (!x.cpu || x.update_frames === 0) return '–';
+  const per = (seconds: number | null) =>
+    seconds === null ? '–' : ((1000 * seconds) / x.update_frames).toFixed(1);
+  return `${per(x.cpu.server_s)} / ${per(x.cpu.devices_s)} / ${per(x.cpu.database_s)} ms`;
+}
+
 const n = (x: number | null | undefined) => (typeof x === 'number' ? x.toLocaleString('en') : '–');
 
 /** The deployment section of docs/benchmarks.md. */
@@ -451,14 +460,14 @@ export function renderDeployments(r: DeploymentResults, lines: string[]): void {
   );
   lines.push('');
   lines.push(
-    '| Run | devices | concurrent_updates | failure_threshold | fail share | most in flight | frames per device | on the release | failed / in penalty box | time | paused |',
+    '| Run | devices | concurrent_updates | failure_threshold | fail share | most in flight | frames per device | on the release | failed / in penalty box | time | paused | CPU per update: server / devices / PostgreSQL | machine |',
   );
-  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |');
   for (const run of r.rollouts) {
     const x = run.results;
     if (!x) {
       lines.push(
-        `| ${run.name} | failed: \`${(run.error ?? '').replace(/[`|]/g, "'")}\` | | | | | | | | | |`,
+        `| ${run.name} | failed: \`${(run.error ?? '').replace(/[`|]/g, "'")}\` | | | | | | | | | | | |`,
       );
       continue;
     }
@@ -466,14 +475,18 @@ export function renderDeployments(r: DeploymentResults, lines: string[]): void {
       `| ${run.name} | ${n(x.devices)} | ${run.concurrent_updates} | ${run.failure_threshold ?? '50 (default)'} | ${x.fail_share} | ` +
         `${x.max_in_flight_server} | ${JSON.stringify(x.frames_per_device).replace(/"/g, '')} | ${n(x.on_target)} | ` +
         `${x.failures} / ${x.blocked} | ${x.all_settled_ms === null ? 'not within the limit' : `${(x.all_settled_ms / 1000).toFixed(1)} s`} | ` +
-        `${x.paused_after_ms === null ? 'no' : `after ${(x.paused_after_ms / 1000).toFixed(1)} s, ${x.in_flight_at_pause} in flight, ${x.frames_after_pause} frames after`} |`,
+        `${x.paused_after_ms === null ? 'no' : `after ${(x.paused_after_ms / 1000).toFixed(1)} s, ${x.in_flight_at_pause} in flight, ${x.frames_after_pause} frames after`} | ` +
+        `${cpuPerUpdate(x)} | ${x.cpu ? describeLoad(x.cpu.machine) : '–'} |`,
     );
   }
   lines.push('');
   lines.push(
     '"time": from the group\'s creation request until every device installed or failed and the database shows the ' +
       'installed ones on the release; with failures, until the group paused itself and its updates in flight ended. ' +
-      '"frames per device": how many devices received how many update frames ({1: N} = exactly one each).',
+      '"frames per device": how many devices received how many update frames ({1: N} = exactly one each). ' +
+      '"CPU per update": CPU time from the start until settled, divided by the update frames sent, of the server ' +
+      "process, the client processes holding the simulated devices, and every process of PostgreSQL's postmaster; " +
+      'with 2 cores, their sum bounds the updates per second (2 s of CPU per second).',
   );
   lines.push('');
   if (r.membership) {
