@@ -27,6 +27,7 @@ import {
   type DeviceOptions,
   SimulatedDevice,
   type SimulatorOptions,
+  TELEMETRY_DEFAULTS,
   UPDATE_DEFAULTS,
 } from '../src/cli/simulator';
 import { ApplyingGauge, updateStats, type UpdateStats } from '../src/cli/simulated-update';
@@ -289,6 +290,7 @@ function runWorker(): void {
         heartbeatMs: 30_000,
         // Unless the harness says otherwise, updates are installed as soon as downloaded, never failing.
         ...UPDATE_DEFAULTS,
+        ...TELEMETRY_DEFAULTS,
         applyMs: 0,
         ...base.update,
         gauge,

@@ -9,6 +9,8 @@ import { DeploymentRolloutIndexes1795637700000 } from './1795637700000-Deploymen
 import { DeploymentGroupMembers1795643393176 } from './1795643393176-DeploymentGroupMembers';
 import { StorageDeletions1795644094391 } from './1795644094391-StorageDeletions';
 import { Certificates1795671374598 } from './1795671374598-Certificates';
+import { DeviceTelemetry1795765569195 } from './1795765569195-DeviceTelemetry';
+import { DeviceTelemetryPartitions1795765600000 } from './1795765600000-DeviceTelemetryPartitions';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -23,4 +25,6 @@ export const MIGRATIONS: Function[] = [
   DeploymentGroupMembers1795643393176,
   StorageDeletions1795644094391,
   Certificates1795671374598,
+  DeviceTelemetry1795765569195,
+  DeviceTelemetryPartitions1795765600000,
 ];

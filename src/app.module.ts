@@ -23,6 +23,7 @@ import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { TelemetryModule } from './telemetry/telemetry.module';
 import { UsersModule } from './users/users.module';
 
 /** Feature modules served over HTTP; the CLI reuses the same ones without the HTTP layer. */
@@ -40,6 +41,7 @@ export const FEATURE_MODULES = [
   IrohModule,
   DeviceAuthModule,
   CertificatesModule,
+  TelemetryModule,
   MetricsModule,
   GatewayModule,
   DeploymentsModule,

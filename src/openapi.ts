@@ -22,6 +22,10 @@ const TAGS: Record<string, string> = {
     'certificates they signed authenticate, and may be provisioned just in time',
   'Device Certificates': 'Client certificates registered for one device, which it can authenticate with',
   'Deployment Groups': "Automatic, staged rollouts of a firmware to the product's matching devices",
+  'Network Identities':
+    'Keys a device reported holding on other networks (iroh, NetBird, Tailscale, WireGuard)',
+  'Device Logs': 'Log lines devices send through the `logging` extension, kept for a few days',
+  'Device Health': 'The latest health report and location of a device, and the history of its metrics',
 };
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {

@@ -15,6 +15,7 @@ const DEFAULTS = {
   allow_unsigned_esp_idf_firmware: false,
   allowed_update_tools: ['fwup'],
   require_unique_firmware_version: true,
+  extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
 };
 
 describe('products', () => {
@@ -162,7 +163,7 @@ describe('products', () => {
         require_unique_firmware_version: true,
       };
       const res = await patch(body).expect(200);
-      expect(res.body.data).toEqual({ name: 'settings', ...body });
+      expect(res.body.data).toEqual({ name: 'settings', ...body, extensions: DEFAULTS.extensions });
     });
 
     it('an empty body changes nothing', async () => {
@@ -299,6 +300,7 @@ describe('products', () => {
             allow_unsigned_esp_idf_firmware: true,
             allowed_update_tools: ['fwup', 'esp-idf'],
             require_unique_firmware_version: false,
+            extensions: DEFAULTS.extensions,
           });
           expect(await shown()).toEqual(res.body);
           const reset = await patch({ product: { allow_unsigned_esp_idf_firmware: false } }, method).expect(

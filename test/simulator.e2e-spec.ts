@@ -339,6 +339,80 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     });
   });
 
+  it('reports health, location, identities and log lines at the rates asked for', async () => {
+    const telemetry = 'telemetry';
+    await t.fixtures.product(admin, org, telemetry);
+    await t
+      .http()
+      .patch(`/api/orgs/${org}/products/${telemetry}`)
+      .set(admin.auth)
+      .send({ extensions: { health: true, geo: true, logging: true } })
+      .expect(200);
+    const secret = await t
+      .http()
+      .post(`/api/orgs/${org}/products/${telemetry}/shared_secrets`)
+      .set(admin.auth)
+      .send({})
+      .expect(201);
+    simulator = new Simulator({
+      url,
+      key: secret.body.data.key,
+      secret: secret.body.data.secret,
+      devices: 2,
+      prefix: 'simtele-',
+      logsPerSecond: 4,
+      healthEveryMs: 200,
+    });
+    simulator.start(0);
+    const sim = simulator;
+    const device = (id: string) => `/api/orgs/${org}/products/${telemetry}/devices/${id}`;
+    type Listed = { data: Record<string, unknown>[] };
+    const read = async <T>(path: string) => (await t.http().get(path).set(admin.auth).expect(200)).body as T;
+    await eventually(
+      async () => sim.connected,
+      (n) => n === 2,
+    );
+    type Health = { data: { report: { metrics: unknown } | null; location: unknown } };
+    const health = await eventually(
+      () => read<Health>(`${device('simtele-0001')}/health`),
+      (body) => body.data.report !== null && body.data.location !== null,
+    );
+    expect(health.data.report?.metrics).toEqual(
+      expect.objectContaining({ cpu_temp: expect.any(Number), mem_used_percent: expect.any(Number) }),
+    );
+    expect(health.data.location).toEqual({
+      source: 'geoip',
+      latitude: expect.any(Number),
+      longitude: expect.any(Number),
+    });
+    const logs = await eventually(
+      () => read<Listed>(`${device('simtele-0002')}/logs`),
+      (body) => body.data.length >= 4,
+    );
+    expect(logs.data[0]).toEqual({
+      timestamp: expect.any(String),
+      level: expect.any(String),
+      message: expect.stringContaining('(#'),
+      meta: { time: expect.any(String), simulated: 'true' },
+    });
+    const identities = await eventually(
+      () => read<Listed>(`${device('simtele-0001')}/network_identities`),
+      (body) => body.data.length === 2,
+    );
+    expect(identities.data.map((i) => `${String(i.service)}/${String(i.instance)}`)).toEqual([
+      'iroh/default',
+      'wireguard/wg0',
+    ]);
+    const metrics = await eventually(
+      () => read<Listed>(`${device('simtele-0001')}/health/metrics?key=cpu_temp`),
+      (body) => body.data.length >= 2,
+    );
+    expect(metrics.data.length).toBeGreaterThanOrEqual(2);
+    const sent = sim.devices[1].sent;
+    expect(sent.logLines).toBeGreaterThanOrEqual(4);
+    expect(sent.healthReports).toBeGreaterThanOrEqual(2);
+  });
+
   it('refuses bad NH1 credentials with 401', async () => {
     const res = await DeviceSocketClient.refused(url, {
       'x-nh-alg': 'NH1-HMAC-sha256-1000-32',

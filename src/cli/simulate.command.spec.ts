@@ -1,5 +1,5 @@
 import { UsageError } from './cli-command';
-import { updateOptions } from './simulate.command';
+import { telemetryOptions, updateOptions } from './simulate.command';
 
 describe('simulate: update flags', () => {
   it('leaves unset flags to the simulator defaults', () => {
@@ -36,5 +36,24 @@ describe('simulate: update flags', () => {
     [{ platform: ' ' }, '--platform must not be empty'],
   ])('refuses %j', (options, message) => {
     expect(() => updateOptions(options)).toThrow(new UsageError(message));
+  });
+});
+
+describe('simulate: telemetry flags', () => {
+  it('reads the log rate and the health interval; unset, the simulator defaults', () => {
+    expect(telemetryOptions({})).toEqual({});
+    expect(telemetryOptions({ logsPerSecond: '0.5', healthEvery: '60' })).toEqual({
+      logsPerSecond: 0.5,
+      healthEveryMs: 60_000,
+    });
+  });
+
+  it.each([
+    [{ logsPerSecond: '-1' }, '--logs-per-second must be a number from 0 to 100'],
+    [{ logsPerSecond: '101' }, '--logs-per-second must be a number from 0 to 100'],
+    [{ healthEvery: '0' }, '--health-every must be a whole number of seconds from 1 to 86400'],
+    [{ healthEvery: '1.5' }, '--health-every must be a whole number of seconds from 1 to 86400'],
+  ])('refuses %j', (options, message) => {
+    expect(() => telemetryOptions(options)).toThrow(new UsageError(message));
   });
 });

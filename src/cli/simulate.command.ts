@@ -16,6 +16,8 @@ export interface SimulateOptions {
   platform?: string;
   architecture?: string;
   firmwareVersion?: string;
+  logsPerSecond?: string;
+  healthEvery?: string;
 }
 
 const MAX_DEVICES = 100_000;
@@ -53,6 +55,7 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
       prefix: o.prefix ?? 'sim-',
       log: (line) => process.stderr.write(`${line}\n`),
       ...updateOptions(o),
+      ...telemetryOptions(o),
     });
     simulator.start();
     this.print(`simulating ${devices} device(s) against ${url}; Ctrl-C to stop`);
@@ -144,6 +147,40 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
   parseFirmwareVersion(value: string): string {
     return value;
   }
+  @Option({
+    flags: '--logs-per-second <n>',
+    description:
+      'Log lines each device sends a second through the logging extension, when its product enables it (default 0; ' +
+      'the server keeps at most 5 a second per device)',
+  })
+  parseLogsPerSecond(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--health-every <seconds>',
+    description:
+      'A health report every this many seconds besides the ones the server asks for (default: only when asked)',
+  })
+  parseHealthEvery(value: string): string {
+    return value;
+  }
+}
+
+/** The telemetry flags, checked; unset ones are left to the simulator's defaults. */
+export function telemetryOptions(o: SimulateOptions): Partial<SimulatorOptions> {
+  const out: Partial<SimulatorOptions> = {};
+  if (o.logsPerSecond !== undefined) {
+    const rate = Number(o.logsPerSecond);
+    if (!/^\d*\.?\d+$/.test(o.logsPerSecond) || !(rate >= 0 && rate <= 100))
+      throw new UsageError('--logs-per-second must be a number from 0 to 100');
+    out.logsPerSecond = rate;
+  }
+  if (o.healthEvery !== undefined) {
+    if (!/^\d+$/.test(o.healthEvery) || Number(o.healthEvery) < 1 || Number(o.healthEvery) > 86_400)
+      throw new UsageError('--health-every must be a whole number of seconds from 1 to 86400');
+    out.healthEveryMs = Number(o.healthEvery) * 1000;
+  }
+  return out;
 }
 
 /** The update and starting-firmware flags, checked; unset ones are left to the simulator's defaults. */

@@ -17,7 +17,8 @@ import {
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
  * joins `device`, `console` and (when asked) `extensions`, heartbeats, echoes console input, reports an iroh
- * endpoint id, and "installs" updates: it downloads the firmware, reports progress, and reconnects running it.
+ * endpoint id and a WireGuard key, health reports (when asked, or every `healthEveryMs`), a location, log lines
+ * (`logsPerSecond`, when the product enables logging), and "installs" updates: it downloads the firmware, reports progress, and reconnects running it.
  *
  * Connection behaviour as NervesHubLink 2.x on Slipstream 1.x and Mint: a connection attempt that has not
  * connected (TCP, and TLS for wss) within 30 s fails (Mint's default connect timeout); the websocket upgrade's
@@ -60,7 +61,23 @@ export interface SimulatorOptions {
   seed?: string;
   /** The firmware the devices start on (default: uuid 00000000-..., version 0.0.0, platform and architecture sim). */
   firmware?: Partial<SimulatedFirmware>;
+  /** Log lines each device sends a second through `logging`, when its product enables it (default 0). */
+  logsPerSecond?: number;
+  /** A health report every this many ms besides the ones the server asks for (default 0: only when asked). */
+  healthEveryMs?: number;
 }
+
+/** The telemetry behaviour's defaults. */
+export const TELEMETRY_DEFAULTS = { logsPerSecond: 0, healthEveryMs: 0 } as const;
+/** The extensions a simulated device has (NervesHubLink's, and the `logging` that NervesHub serves). */
+const SIMULATED_EXTENSIONS = { health: '0.0.1', geo: '0.0.1', logging: '0.0.1', network_identity: '0.0.1' };
+const LOG_MESSAGES: [string, string][] = [
+  ['info', 'vintage_net: wlan0 connected'],
+  ['debug', 'heart: beat'],
+  ['warning', 'ntp: clock adjusted by 120 ms'],
+  ['info', 'app: sensor read'],
+  ['error', 'app: sensor timeout'],
+];
 
 /** The firmware a simulated device reports in its join (the `nerves_fw_*` keys). */
 export interface SimulatedFirmware {
@@ -124,6 +141,50 @@ export function deviceSocketUrl(base: string): string {
   return url.toString();
 }
 
+/** The simulated device's WireGuard public key: stable per identifier (44 base64 characters). */
+export function simulatedWireguardKey(identifier: string): string {
+  return createHash('sha256').update(`fleethub-simulator-wg:${identifier}`).digest('base64');
+}
+
+/** A number in [min, max) that changes with the device and the minute. */
+function wobble(identifier: string, salt: string, min: number, max: number): number {
+  const minute = Math.floor(Date.now() / 60_000);
+  const hash = createHash('sha256').update(`${identifier}:${salt}:${minute}`).digest();
+  return Math.round((min + (hash.readUInt32BE(0) / 2 ** 32) * (max - min)) * 10) / 10;
+}
+
+/** A health report as NervesHubLink's default one shapes it. */
+export function simulatedHealth(identifier: string, version: string): Record<string, unknown> {
+  const memUsed = wobble(identifier, 'mem', 20, 90);
+  return {
+    timestamp: new Date().toISOString(),
+    metadata: { firmware_version: version, simulated: 'true' },
+    alarms: memUsed > 85 ? { 'Elixir.MemoryHigh': 'memory use above 85 %' } : {},
+    metrics: {
+      cpu_temp: wobble(identifier, 'temp', 35, 80),
+      cpu_usage_percent: wobble(identifier, 'cpu', 1, 95),
+      load_1min: wobble(identifier, 'load', 0, 4),
+      mem_used_percent: memUsed,
+      mem_size_mb: 1024,
+      disk_used_percentage: wobble(identifier, 'disk', 10, 60),
+    },
+    checks: {},
+    connectivity: {
+      wlan0: { type: 'wifi', present: true, state: 'connected', connection_status: 'internet' },
+    },
+  };
+}
+
+/** A GeoIP-like location, stable per device. */
+export function simulatedLocation(identifier: string): Record<string, unknown> {
+  const hash = createHash('sha256').update(`fleethub-simulator-geo:${identifier}`).digest();
+  return {
+    source: 'geoip',
+    latitude: Math.round(((hash.readUInt32BE(0) / 2 ** 32) * 140 - 70) * 1e4) / 1e4,
+    longitude: Math.round(((hash.readUInt32BE(4) / 2 ** 32) * 360 - 180) * 1e4) / 1e4,
+  };
+}
+
 /** The simulated device's iroh endpoint id: stable per identifier (64 hex characters). */
 export function simulatedIrohKey(identifier: string): string {
   return createHash('sha256').update(`fleethub-simulator:${identifier}`).digest('hex');
@@ -158,6 +219,11 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   private stopped = false;
   private pendingJoins = new Map<string, string>();
   private joinPayloads = new Map<string, Record<string, unknown>>();
+  /** Timers of the attached extensions (log lines, health reports); cleared when the socket closes. */
+  private telemetryTimers: NodeJS.Timeout[] = [];
+  private logCount = 0;
+  /** Log lines and reports sent (load tests count them). */
+  readonly sent = { logLines: 0, healthReports: 0, locations: 0, identityReports: 0 };
   /** Sees every frame the device receives, before the device acts on it (load tests time `update` frames). */
   onReceive: ((topic: string, event: string) => void) | null = null;
 
@@ -239,6 +305,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       this.options.log(`${this.identifier}: ${err.message}`);
     });
     ws.on('close', () => {
+      this.stopTelemetry();
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.heartbeat = null;
       if (this.ws === ws) this.ws = null;
@@ -251,6 +318,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     this.abort.abort(new Error('stopped'));
     if (this.retry) clearTimeout(this.retry);
     if (this.heartbeat) clearInterval(this.heartbeat);
+    this.stopTelemetry();
     const ws = this.ws;
     if (!ws || ws.readyState === WebSocket.CLOSED) return;
     await new Promise<void>((resolve) => {
@@ -320,6 +388,47 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     this.send(topic, topic, event, payload);
   }
 
+  /** As NervesHubLink: each extension the server attaches starts and says so; logging starts sending lines. */
+  private attachExtensions(offered: string[]): void {
+    for (const key of offered) this.push('extensions', `${key}:attached`, {});
+    this.stopTelemetry();
+    const { logsPerSecond, healthEveryMs } = this.options;
+    if (offered.includes('logging') && logsPerSecond > 0) {
+      const every = 1000 / logsPerSecond;
+      // A random phase, so that thousands of devices do not send in step.
+      const start = setTimeout(() => {
+        this.sendLogLine();
+        this.telemetryTimers.push(setInterval(() => this.sendLogLine(), every));
+      }, Math.random() * every);
+      this.telemetryTimers.push(start);
+    }
+    if (offered.includes('health') && healthEveryMs > 0) {
+      this.telemetryTimers.push(setInterval(() => this.sendHealthReport(), healthEveryMs));
+    }
+  }
+
+  private stopTelemetry(): void {
+    for (const timer of this.telemetryTimers) clearInterval(timer);
+    this.telemetryTimers = [];
+  }
+
+  private sendLogLine(): void {
+    const [level, message] = LOG_MESSAGES[this.logCount++ % LOG_MESSAGES.length];
+    this.sent.logLines++;
+    this.push('extensions', 'logging:send', {
+      level,
+      message: `${message} (#${this.logCount})`,
+      meta: { time: String(Date.now() * 1000), simulated: 'true' },
+    });
+  }
+
+  private sendHealthReport(): void {
+    this.sent.healthReports++;
+    this.push('extensions', 'health:report', {
+      value: simulatedHealth(this.identifier, this.firmware.version),
+    });
+  }
+
   private async onFrame([, ref, topic, event, payload]: Frame): Promise<void> {
     if (event === 'phx_reply' && topic === 'phoenix') {
       if (ref !== null && ref === this.heartbeatRef) this.heartbeatRef = null;
@@ -342,9 +451,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       this.joinRefs.set(joined, ref);
       if (joined === 'extensions') {
         const offered = (payload as { response?: unknown }).response;
-        if (Array.isArray(offered) && offered.includes('network_identity')) {
-          this.push('extensions', 'network_identity:attached', {});
-        }
+        if (Array.isArray(offered)) this.attachExtensions(offered.filter((k) => typeof k === 'string'));
       }
       return;
     }
@@ -353,14 +460,28 @@ export class SimulatedDevice implements DeviceUpdateCounters {
         if (Array.isArray(payload.keys)) this.keys = payload.keys.filter((k) => typeof k === 'string');
         return;
       case 'device/extensions:get':
-        this.join('extensions', { network_identity: '0.0.1' });
+        this.join('extensions', SIMULATED_EXTENSIONS);
         return;
       case 'extensions/network_identity:request':
+        this.sent.identityReports++;
         this.push('extensions', 'network_identity:report', {
           identities: [
             { service: 'iroh', identifier: simulatedIrohKey(this.identifier), details: { simulated: true } },
+            {
+              service: 'wireguard',
+              identifier: simulatedWireguardKey(this.identifier),
+              instance: 'wg0',
+              details: { simulated: true },
+            },
           ],
         });
+        return;
+      case 'extensions/health:check':
+        this.sendHealthReport();
+        return;
+      case 'extensions/geo:location:request':
+        this.sent.locations++;
+        this.push('extensions', 'geo:location:update', simulatedLocation(this.identifier));
         return;
       case 'console/dn':
         if (typeof payload.data === 'string') this.push('console', 'up', { data: payload.data });
@@ -543,6 +664,7 @@ export class Simulator {
       heartbeatMs: 30_000,
       log: () => undefined,
       ...UPDATE_DEFAULTS,
+      ...TELEMETRY_DEFAULTS,
       ...withoutUndefined(options),
       gauge: this.gauge,
     };

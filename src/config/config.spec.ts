@@ -39,6 +39,24 @@ describe('loadConfig', () => {
     );
   });
 
+  it('telemetry: 3 days of device logs, health every 60 min, location once by default; bounded', () => {
+    expect(loadConfig({}).telemetry).toEqual({
+      retentionDays: 3,
+      healthIntervalMinutes: 60,
+      geoIntervalMinutes: 0,
+    });
+    expect(
+      loadConfig({
+        FLEETHUB_DEVICE_LOG_RETENTION_DAYS: '7',
+        FLEETHUB_HEALTH_INTERVAL_MINUTES: '5',
+        FLEETHUB_GEO_INTERVAL_MINUTES: '30',
+      }).telemetry,
+    ).toEqual({ retentionDays: 7, healthIntervalMinutes: 5, geoIntervalMinutes: 30 });
+    expect(() => loadConfig({ FLEETHUB_DEVICE_LOG_RETENTION_DAYS: '0' })).toThrow(
+      'FLEETHUB_DEVICE_LOG_RETENTION_DAYS must be an integer from 1 to 365 (got "0")',
+    );
+  });
+
   it('shutdown: no drain and 20 s for requests in flight by default; both settable, bounded', () => {
     expect(loadConfig({})).toMatchObject({ shutdownDrainMs: 0, shutdownTimeoutMs: 20_000 });
     expect(

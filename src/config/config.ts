@@ -33,6 +33,17 @@ export interface AppConfig {
   shutdownTimeoutMs: number;
   /** Where firmware files live: `dataDir/firmware` on local disk, or an S3-compatible bucket. */
   storage: StorageConfig;
+  /** What devices report through the `extensions` channel (docs/decisions.md, "Device telemetry"). */
+  telemetry: TelemetryConfig;
+}
+
+export interface TelemetryConfig {
+  /** Device log lines and health metrics older than this many days are dropped (whole daily partitions). */
+  retentionDays: number;
+  /** `health:check` is pushed on attach and then every this many minutes. */
+  healthIntervalMinutes: number;
+  /** `geo:location:request` is pushed on attach and, when above 0, every this many minutes. */
+  geoIntervalMinutes: number;
 }
 
 export type StorageConfig = { kind: 'local' } | S3StorageConfig;
@@ -168,6 +179,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const shutdownTimeoutMs = integer(env, 'FLEETHUB_SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000, problems);
 
   const storage = storageConfig(env, problems);
+  const telemetry: TelemetryConfig = {
+    retentionDays: integer(env, 'FLEETHUB_DEVICE_LOG_RETENTION_DAYS', 3, 1, 365, problems),
+    healthIntervalMinutes: integer(env, 'FLEETHUB_HEALTH_INTERVAL_MINUTES', 60, 1, 10_080, problems),
+    geoIntervalMinutes: integer(env, 'FLEETHUB_GEO_INTERVAL_MINUTES', 0, 0, 10_080, problems),
+  };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -187,6 +203,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     shutdownDrainMs,
     shutdownTimeoutMs,
     storage,
+    telemetry,
   };
 }
 

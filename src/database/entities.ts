@@ -21,6 +21,8 @@ import { Membership } from '../orgs/membership.entity';
 import { Org } from '../orgs/org.entity';
 import { Product } from '../products/product.entity';
 import { SupportScript } from '../scripts/support-script.entity';
+import { DeviceHealth } from '../telemetry/device-health.entity';
+import { NetworkIdentity } from '../telemetry/network-identity.entity';
 import { User } from '../users/user.entity';
 
 export const ENTITIES = [
@@ -50,4 +52,6 @@ export const ENTITIES = [
   StorageDeletion,
   CaCertificate,
   DeviceCertificate,
+  NetworkIdentity,
+  DeviceHealth,
 ];

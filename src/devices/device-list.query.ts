@@ -1,6 +1,12 @@
 import { DomainError } from '../common/errors/domain-error';
 import { escapeLike } from '../common/values';
 import { type PageRequest, parsePageRequest, type RawQuery } from '../common/http/page-request';
+import {
+  HEALTH_FILTERS,
+  type HealthFilters,
+  healthFilterSql,
+  parseHealthFilters,
+} from '../telemetry/health-filters';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_COLUMNS, DEVICE_FROM } from './device-view';
 
@@ -22,6 +28,7 @@ export const DEVICE_FILTERS = [
   'platform',
   'updates',
   'deployment_group',
+  ...HEALTH_FILTERS,
 ] as const;
 const UPDATES_VALUES = ['enabled', 'disabled', 'penalty-box'] as const;
 
@@ -40,6 +47,8 @@ export interface DeviceListQuery {
     updates?: (typeof UPDATES_VALUES)[number];
     /** The name of one of the product's deployment groups. */
     deploymentGroup?: string;
+    /** What the devices last reported through the `health` extension (see src/telemetry/health-filters.ts). */
+    health?: HealthFilters;
   };
 }
 
@@ -114,6 +123,8 @@ export function parseDeviceListQuery(query: RawQuery): DeviceListQuery {
   }
   const hasNoTags = oneOf(query, 'filters[has_no_tags]', ['true', 'false'] as const);
   if (hasNoTags === 'true') filters.hasNoTags = true;
+  const health = parseHealthFilters(query);
+  if (Object.keys(health).length > 0) filters.health = health;
   return { sort, direction, page, filters };
 }
 
@@ -169,6 +180,7 @@ export function deviceListSql(
   if (f.updates === 'enabled') conditions.push('d.updates_enabled');
   if (f.updates === 'disabled') conditions.push('NOT d.updates_enabled');
   if (f.updates === 'penalty-box') conditions.push('d.updates_blocked_until > now()');
+  if (f.health !== undefined) conditions.push(...healthFilterSql(f.health, param));
 
   const dir = q.direction === 'asc' ? 'ASC' : 'DESC';
   const sort = SORT_COLUMNS[q.sort];

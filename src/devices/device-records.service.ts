@@ -34,6 +34,11 @@ export class DeviceRecordsService {
     return this.devices.findByIdentifier(productId, identifier);
   }
 
+  /** The device's extension settings and its product's (see allowedExtensions), or null when it is gone. */
+  extensionSettings(deviceId: string): Promise<{ product: unknown; device: unknown } | null> {
+    return this.devices.extensionSettings(deviceId);
+  }
+
   /** The device with this identifier in any product (identifiers are unique), or null. */
   findProductByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
     return this.devices.findProductByIdentifier(identifier);

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
+import type { ExtensionSettings } from '../common/extensions/extension-settings';
 import { Org } from '../orgs/org.entity';
 import { Product } from '../products/product.entity';
 import { GatewayInstance } from '../gateway/gateway-instance.entity';
@@ -104,6 +105,10 @@ export class Device {
   @ManyToOne(() => GatewayInstance, { onDelete: 'SET NULL' })
   @JoinColumn({ name: 'connected_instance_id' })
   connectedInstance?: GatewayInstance | null;
+
+  /** Extensions the device opts out of (NervesHub's device `extensions`: a key set to false); see ExtensionSettings. */
+  @Column({ type: 'jsonb', default: () => "'{}'" })
+  extensions: Partial<ExtensionSettings>;
 
   @InsertedAtColumn()
   insertedAt: Date;

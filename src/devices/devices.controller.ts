@@ -1,3 +1,4 @@
+import { HealthFilterDocs } from '../telemetry/health-filters';
 import {
   applyDecorators,
   Body,
@@ -100,6 +101,7 @@ const DeviceListQueryDocs = () =>
       required: false,
       schema: { type: 'string', enum: ['enabled', 'disabled', 'penalty-box'] },
     }),
+    HealthFilterDocs(),
   );
 
 @ApiTags('Devices')

@@ -71,7 +71,7 @@ function versionKey(metadata: FirmwareMetadata | null): string | null {
   return version ? semverSortKey(version) : null;
 }
 
-export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled'>>;
+export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled' | 'extensions'>>;
 
 /** The `devices` table and the device counters its triggers keep (`product_device_counts`, `product_tag_counts`). */
 @Injectable()
@@ -151,6 +151,15 @@ export class DevicesRepository {
   }
 
   /** The device with this identifier (identifiers are unique across products) and its product, or null. */
+  async extensionSettings(deviceId: string): Promise<{ product: unknown; device: unknown } | null> {
+    const rows: { product: unknown; device: unknown }[] = await this.db.query(
+      `SELECT p.extensions AS product, d.extensions AS device
+         FROM devices d JOIN products p ON p.id = d.product_id WHERE d.id = $1`,
+      [deviceId],
+    );
+    return rows[0] ?? null;
+  }
+
   async findProductByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
     const rows: { id: string; product_id: string }[] = await this.db.query(
       `SELECT id, product_id FROM devices WHERE identifier = $1`,

@@ -25,6 +25,7 @@ import {
 import type { DeviceListQuery } from './device-list.query';
 import { deviceView } from './device-view';
 import { DEVICE_NOT_CONNECTED, IDENTIFIER_IMMUTABLE, UNKNOWN_FIRMWARE } from './devices.errors';
+import { parseExtensionSettings } from '../common/extensions/extension-settings';
 import { type DeviceChanges, DevicesRepository } from './devices.repository';
 import type {
   ConsoleCodeDto,
@@ -140,6 +141,10 @@ export class DevicesService {
     if (dto.description !== undefined) changes.description = dto.description;
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags);
     if (dto.updates_enabled !== undefined) changes.updatesEnabled = dto.updates_enabled;
+    if (dto.extensions !== undefined) {
+      const current = await this.devices.findByIdentifier(product.id, identifier);
+      changes.extensions = { ...current?.extensions, ...parseExtensionSettings(dto.extensions) };
+    }
     if (Object.keys(changes).length > 0) {
       await this.transactions.run(async (tx) => {
         if (!(await this.devices.update(product.id, identifier, changes, tx))) throw DomainError.notFound();

@@ -9,6 +9,7 @@ import { FirmwareModule } from '../firmware/firmware.module';
 import { HealthModule } from '../health/health.module';
 import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
 import { IrohModule } from '../iroh/iroh.module';
+import { TelemetryModule } from '../telemetry/telemetry.module';
 import { ConsoleOutputRepository } from './console-output.repository';
 import { ConsoleOutputService } from './console-output.service';
 import { DeviceBus, PgDeviceBus } from './device-bus';
@@ -48,6 +49,7 @@ import { RolloutSignals } from './rollout-signals';
     HealthModule,
     InstanceBusModule,
     IrohModule,
+    TelemetryModule,
     DeploymentsModule,
   ],
   controllers: [DeviceConsoleController, FirmwareDownloadController],

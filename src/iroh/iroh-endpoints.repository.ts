@@ -103,6 +103,16 @@ export class IrohEndpointsRepository {
     return deleted;
   }
 
+  /** The endpoints the device holds, optionally of one instance, by instance. */
+  async listForDevice(deviceId: string, instance: string | null): Promise<EndpointRow[]> {
+    return this.db.query<EndpointRow[]>(
+      `SELECT ${RECORD_COLUMNS} FROM iroh_endpoints e ${OWNER_JOINS}
+        WHERE e.device_id = $1 AND ($2::text IS NULL OR e.instance = $2)
+        ORDER BY e.instance`,
+      [deviceId, instance],
+    );
+  }
+
   /** The row holding the key, locked until the transaction ends. */
   async lockHolder(identifier: string, tx: Queryable): Promise<HolderRow | undefined> {
     const [holder]: HolderRow[] = await tx.query(

@@ -27,6 +27,11 @@ export class IrohService {
     private readonly audit: AuditService,
   ) {}
 
+  /** The iroh endpoints the device holds, optionally of one instance (its network identities of service iroh). */
+  listForDevice(deviceId: string, instance: string | null): Promise<EndpointRow[]> {
+    return this.endpoints.listForDevice(deviceId, instance);
+  }
+
   /**
    * Registers an endpoint by hand (source `operator`), held by the organization or by one of its members.
    * The unique constraint on `identifier` decides a key registered anywhere (409), so concurrent creates of

@@ -8,6 +8,7 @@ export interface ProductRow {
   allow_unsigned_esp_idf_firmware: boolean;
   allowed_update_tools: Product['allowedUpdateTools'];
   require_unique_firmware_version: boolean;
+  extensions: Product['extensions'];
   inserted_at: Date;
   updated_at: Date;
 }
@@ -20,6 +21,7 @@ export const PRODUCT_FIELDS = [
   'allow_unsigned_esp_idf_firmware',
   'allowed_update_tools',
   'require_unique_firmware_version',
+  'extensions',
   'inserted_at',
   'updated_at',
 ] as const satisfies readonly (keyof ProductRow)[];

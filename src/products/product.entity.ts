@@ -1,5 +1,6 @@
 import { Column, Entity, JoinColumn, ManyToOne, Unique } from 'typeorm';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
+import type { ExtensionSettings } from '../common/extensions/extension-settings';
 import { Org } from '../orgs/org.entity';
 
 export const UPDATE_TOOLS = ['fwup', 'atomvm', 'esp-idf'] as const;
@@ -32,6 +33,14 @@ export class Product {
 
   @Column({ name: 'require_unique_firmware_version', type: 'boolean', default: true })
   requireUniqueFirmwareVersion: boolean;
+
+  /** Which extensions the product enables (NervesHub's product `extensions`); see ExtensionSettings. */
+  @Column({
+    type: 'jsonb',
+    default: () =>
+      `'{"geo": false, "health": false, "logging": false, "local_shell": false, "network_identity": true}'`,
+  })
+  extensions: ExtensionSettings;
 
   @InsertedAtColumn()
   insertedAt: Date;

@@ -33,8 +33,8 @@ const UPDATE_BODY = {
 const UPDATE_DOC = {
   summary: "Change a product's settings",
   description:
-    'Only `allow_unsigned_atomvm_firmware`, `allow_unsigned_esp_idf_firmware`, `allowed_update_tools` and ' +
-    '`require_unique_firmware_version` can be set; any other field (`name` included: a product cannot be renamed) ' +
+    'Only `allow_unsigned_atomvm_firmware`, `allow_unsigned_esp_idf_firmware`, `allowed_update_tools`, ' +
+    '`require_unique_firmware_version` and `extensions` can be set; any other field (`name` included: a product cannot be renamed) ' +
     'is a 422 naming it. Fields not sent are unchanged; an empty body changes nothing.',
   data: ProductView,
   errors: [400, 413, 422],

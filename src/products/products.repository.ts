@@ -12,6 +12,7 @@ export type ProductChanges = Partial<
     | 'allowUnsignedEspIdfFirmware'
     | 'allowedUpdateTools'
     | 'requireUniqueFirmwareVersion'
+    | 'extensions'
   >
 >;
 

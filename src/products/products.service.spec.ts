@@ -27,6 +27,7 @@ const row: ProductRow = {
   allow_unsigned_esp_idf_firmware: false,
   allowed_update_tools: ['fwup'],
   require_unique_firmware_version: true,
+  extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
   inserted_at: new Date('2026-01-01T00:00:00Z'),
   updated_at: new Date('2026-01-01T00:00:00Z'),
 };
@@ -99,6 +100,7 @@ describe('ProductsService: settings', () => {
       allow_unsigned_esp_idf_firmware: false,
       allowed_update_tools: ['fwup', 'atomvm'],
       require_unique_firmware_version: true,
+      extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
     });
     expect(audit.record).toHaveBeenCalledWith(fakeTx, expect.objectContaining({ action: 'product.update' }));
   });

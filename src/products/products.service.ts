@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
+import {
+  extensionSettings,
+  parseExtensionSettings,
+  PRODUCT_EXTENSION_DEFAULTS,
+} from '../common/extensions/extension-settings';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
@@ -23,6 +28,7 @@ export function productView(product: Product): ProductView {
     allow_unsigned_esp_idf_firmware: product.allowUnsignedEspIdfFirmware,
     allowed_update_tools: product.allowedUpdateTools,
     require_unique_firmware_version: product.requireUniqueFirmwareVersion,
+    extensions: extensionSettings(product.extensions, PRODUCT_EXTENSION_DEFAULTS),
   };
 }
 
@@ -43,6 +49,7 @@ function productFromRow(row: ProductRow): Product {
     allowUnsignedEspIdfFirmware: row.allow_unsigned_esp_idf_firmware,
     allowedUpdateTools: row.allowed_update_tools,
     requireUniqueFirmwareVersion: row.require_unique_firmware_version,
+    extensions: row.extensions,
     insertedAt: row.inserted_at,
     updatedAt: row.updated_at,
   });
@@ -123,6 +130,12 @@ export class ProductsService {
     if (dto.allowed_update_tools !== undefined) changes.allowedUpdateTools = dto.allowed_update_tools;
     if (dto.require_unique_firmware_version !== undefined) {
       changes.requireUniqueFirmwareVersion = dto.require_unique_firmware_version;
+    }
+    if (dto.extensions !== undefined) {
+      changes.extensions = {
+        ...extensionSettings(product.extensions, PRODUCT_EXTENSION_DEFAULTS),
+        ...parseExtensionSettings(dto.extensions),
+      };
     }
     if (Object.keys(changes).length === 0) return { data: productView(product) };
     await this.transactions.run(async (tx) => {

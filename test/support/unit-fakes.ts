@@ -46,6 +46,7 @@ export function product(overrides: Partial<Product> = {}): Product {
     allowUnsignedEspIdfFirmware: false,
     allowedUpdateTools: ['fwup'],
     requireUniqueFirmwareVersion: true,
+    extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
     insertedAt: new Date('2026-01-01T00:00:00Z'),
     updatedAt: new Date('2026-01-01T00:00:00Z'),
     ...overrides,

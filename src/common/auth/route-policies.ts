@@ -91,6 +91,11 @@ export const ROUTE_POLICIES = {
   'deviceCertificates.create': { scope: 'org', role: 'manage' },
   'deviceCertificates.delete': { scope: 'org', role: 'manage' },
 
+  'networkIdentities.list': { scope: 'org', role: 'view' },
+  'deviceLogs.list': { scope: 'org', role: 'view' },
+  'deviceHealth.show': { scope: 'org', role: 'view' },
+  'deviceHealth.metrics': { scope: 'org', role: 'view' },
+
   'deployments.create': { scope: 'org', role: 'manage' },
   'deployments.list': { scope: 'org', role: 'view' },
   'deployments.show': { scope: 'org', role: 'view' },

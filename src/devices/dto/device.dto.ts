@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { BooleanField, StringCastBooleanField, StringField, TagsField } from '../../common/validation/fields';
+import { ExtensionSettingsField } from '../../common/extensions/extension-settings';
 import { MAX_CERT_FIELD } from '../../certificates/dto/ca-certificate.dto';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../device.entity';
 
@@ -34,6 +35,12 @@ export class UpdateDeviceDto {
 
   @BooleanField({ example: true })
   updates_enabled?: boolean;
+
+  @ExtensionSettingsField(
+    'Extensions the device opts out of (false) or allows again (true); a device attaches only what its product ' +
+      'enables and it allows. Applies from its next connection.',
+  )
+  extensions?: Record<string, unknown>;
 }
 
 /**
@@ -58,6 +65,12 @@ export class PutDeviceDto {
 
   @StringCastBooleanField({ example: true })
   updates_enabled?: boolean;
+
+  @ExtensionSettingsField(
+    'Extensions the device opts out of (false) or allows again (true); a device attaches only what its product ' +
+      'enables and it allows. Applies from its next connection.',
+  )
+  extensions?: Record<string, unknown>;
 }
 
 export class UpgradeDto {
