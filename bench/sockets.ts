@@ -188,9 +188,13 @@ export interface Worker {
 export function startWorker(index: number): Worker {
   const script = __filename.replace(/'/g, "'\\''");
   // The soft descriptor limit is raised to the hard limit before node starts (exec keeps the IPC descriptor).
+  // BENCH_WORKER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`): the client processes' node only.
   const child = spawn(
     'bash',
-    ['-c', `ulimit -n $(ulimit -Hn); exec '${process.execPath}' '${script}' --sockets-worker`],
+    [
+      '-c',
+      `ulimit -n $(ulimit -Hn); exec '${process.execPath}' $BENCH_WORKER_NODE_ARGS '${script}' --sockets-worker`,
+    ],
     { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
   );
   let stderr = '';
