@@ -23,7 +23,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from 'pg';
+import { issue, loadIssuer } from '../src/cli/cert-generator';
 import {
+  type DeviceCertificates,
   type DeviceOptions,
   SimulatedDevice,
   type SimulatorOptions,
@@ -85,14 +87,14 @@ function openFds(pid: number | undefined): number | null {
   }
 }
 
-interface ServerHeap {
+export interface ServerHeap {
   heapUsed: number | null;
   heapTotal: number | null;
   external: number | null;
 }
 
 /** Heap used and external memory of a fleethub process, from its Prometheus endpoint (prom-client defaults). */
-async function serverHeap(url: string): Promise<ServerHeap> {
+export async function serverHeap(url: string): Promise<ServerHeap> {
   try {
     const res = await request(`${url}/metrics`);
     const read = (name: string) => {
@@ -135,6 +137,11 @@ export interface WorkerBase {
   url: string;
   key: string;
   secret: string;
+  /**
+   * mTLS instead of NH1 (`bench/mtls.ts`): each device gets a certificate signed by this issuer (made once per
+   * identifier in this process, so a device presents the same certificate at every connection), trusting `ca`.
+   */
+  tls?: { ca: string; issuerCert: string; issuerKey: string };
   prefix: string;
   width: number;
   /** How the devices apply updates (default: at once after the download, never failing). */
@@ -257,6 +264,26 @@ export function stopWorker(worker: Worker): Promise<void> {
   });
 }
 
+/** Device certificates of a worker's mTLS devices: one per identifier for the life of the process. */
+let workerCertificates: DeviceCertificates | null = null;
+function certificatesOf(tls: NonNullable<WorkerBase['tls']>): DeviceCertificates {
+  if (workerCertificates) return workerCertificates;
+  const issuer = loadIssuer(tls.issuerCert, tls.issuerKey);
+  const made = new Map<string, Promise<{ cert: string; key: string }>>();
+  workerCertificates = {
+    ca: tls.ca,
+    forDevice(identifier) {
+      let certificate = made.get(identifier);
+      if (!certificate) {
+        certificate = issuer.then((signer) => issue(signer, { cn: identifier }));
+        made.set(identifier, certificate);
+      }
+      return certificate;
+    },
+  };
+  return workerCertificates;
+}
+
 /** The worker side: holds SimulatedDevices, answers commands from the harness over IPC. */
 function runWorker(): void {
   const send = (msg: WorkerMessage) => process.send!(msg);
@@ -289,6 +316,7 @@ function runWorker(): void {
         url: base.url,
         key: base.key,
         secret: base.secret,
+        ...(base.tls && { certificates: certificatesOf(base.tls) }),
         devices: count,
         prefix: base.prefix,
         heartbeatMs: 30_000,

@@ -11,6 +11,7 @@ import { StorageDeletions1795644094391 } from './1795644094391-StorageDeletions'
 import { Certificates1795671374598 } from './1795671374598-Certificates';
 import { DeviceTelemetry1795765569195 } from './1795765569195-DeviceTelemetry';
 import { DeviceTelemetryPartitions1795765600000 } from './1795765600000-DeviceTelemetryPartitions';
+import { DeviceCertificateAuthority1795765616794 } from './1795765616794-DeviceCertificateAuthority';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -27,4 +28,5 @@ export const MIGRATIONS: Function[] = [
   Certificates1795671374598,
   DeviceTelemetry1795765569195,
   DeviceTelemetryPartitions1795765600000,
+  DeviceCertificateAuthority1795765616794,
 ];

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { AppLogger, logProcessErrors } from './common/http/logger';
 import { ConfigError, loadConfig } from './config/config';
+import { DeviceTlsListener } from './gateway/device-tls-listener';
 import { startServer } from './server';
 import { GracefulShutdown } from './shutdown';
 
@@ -19,6 +20,11 @@ async function main(): Promise<void> {
   logProcessErrors(logger);
   const server = await startServer(config, { logger });
   process.stdout.write(`fleethub listening on ${server.url} (API docs: ${server.url}/api/docs)\n`);
+  const deviceTls = server.app.get(DeviceTlsListener);
+  if (deviceTls.port !== null) {
+    const trust = deviceTls.caFile ? ` (devices trust the server CA ${deviceTls.caFile})` : '';
+    process.stdout.write(`device mTLS socket on port ${deviceTls.port}${trust}\n`);
+  }
 
   const shutdown = new GracefulShutdown(server, config, logger);
   process.on('SIGTERM', (signal) => shutdown.handle(signal));

@@ -27,6 +27,9 @@ export interface NewCaCertificate {
   jitp: { productId: string; tags: string[]; description: string | null } | null;
 }
 
+/** PostgreSQL's NOTIFY channel: a CA certificate was registered or deleted (the device sockets' trust sets reload). */
+export const CA_CHANGES_CHANNEL = 'ca_certificates_changed';
+
 const RECORD = `c.serial, c.not_before, c.not_after, c.description,
        p.name AS jitp_product_name, c.jitp_tags, c.jitp_description`;
 
@@ -106,6 +109,11 @@ export class CaCertificatesRepository {
       ],
     );
     return rows[0];
+  }
+
+  /** Tells every instance's device socket, when `tx` commits, that the registered CAs changed (they reload them). */
+  async notifyChanged(tx: Queryable): Promise<void> {
+    await tx.query(`SELECT pg_notify($1, '')`, [CA_CHANGES_CHANNEL]);
   }
 
   /** Deletes the organization's CA certificate by serial; false when there was none. */

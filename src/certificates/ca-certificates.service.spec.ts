@@ -23,6 +23,7 @@ function setup() {
     insert: jest.fn(async (values: { serial: string }) => ({ serial: values.serial })),
     deleteBySerial: jest.fn(async () => true),
     findBySerial: jest.fn(async () => null),
+    notifyChanged: jest.fn(async () => undefined),
   };
   const products = { findByName: jest.fn(async (): Promise<{ id: string } | null> => ({ id: '9' })) };
   const audit = { record: jest.fn(async () => undefined) };
@@ -51,6 +52,8 @@ describe('CaCertificatesService.create', () => {
     const created = await service.create(orgAccess, dto);
     expect(created.location).toBe(`/api/orgs/acme/ca_certificates/${authority.serial}`);
     expect(cas.lockKey).toHaveBeenCalledWith(expect.any(Buffer), fakeTx);
+    // The device sockets of every instance reload their CAs when this commits.
+    expect(cas.notifyChanged).toHaveBeenCalledWith(fakeTx);
     expect(cas.insert).toHaveBeenCalledWith(
       expect.objectContaining({
         orgId: '3',

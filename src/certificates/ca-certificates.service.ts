@@ -113,6 +113,7 @@ export class CaCertificatesService {
           },
           tx,
         );
+        await this.cas.notifyChanged(tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -153,6 +154,8 @@ export class CaCertificatesService {
     if (!isSerial(serial)) throw DomainError.notFound();
     await this.transactions.run(async (tx) => {
       if (!(await this.cas.deleteBySerial(access.orgId, serial, tx))) throw DomainError.notFound();
+      // Device certificates the socket registered on its authority go with it (foreign key, ON DELETE CASCADE).
+      await this.cas.notifyChanged(tx);
       await this.audit.record(tx, {
         orgId: access.orgId,
         actor: access.actor,

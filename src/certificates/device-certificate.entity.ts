@@ -1,6 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, Unique } from 'typeorm';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
 import { Device } from '../devices/device.entity';
+import { CaCertificate } from './ca-certificate.entity';
 
 /**
  * A client certificate registered for one device: the device socket accepts it (matched by fingerprint) as that
@@ -11,6 +12,7 @@ import { Device } from '../devices/device.entity';
 @Unique('device_certificates_fingerprint_key', ['fingerprint'])
 @Index('device_certificates_public_key_fingerprint_idx', ['publicKeyFingerprint'])
 @Index('device_certificates_aki_idx', ['aki'])
+@Index('device_certificates_ca_certificate_id_idx', ['caCertificateId'])
 export class DeviceCertificate {
   @BigIdColumn()
   id: string;
@@ -21,6 +23,19 @@ export class DeviceCertificate {
   @ManyToOne(() => Device, { onDelete: 'CASCADE' })
   @JoinColumn({ name: 'device_id' })
   device?: Device;
+
+  /**
+   * The CA certificate on whose authority the device socket registered this certificate (a device's first connection
+   * with a certificate that CA signed, JITP included); null when it was registered through the API. Such a
+   * certificate is trusted only as long as that CA is (see CertificateDeviceAuthenticator), and deleting the CA
+   * deletes it (revocation by deletion).
+   */
+  @Column({ name: 'ca_certificate_id', type: 'bigint', nullable: true })
+  caCertificateId: string | null;
+
+  @ManyToOne(() => CaCertificate, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'ca_certificate_id' })
+  caCertificate?: CaCertificate | null;
 
   /** The serial number in decimal. */
   @Column({ type: 'varchar', length: 64 })

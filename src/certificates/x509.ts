@@ -3,6 +3,7 @@ import 'reflect-metadata';
 import { createHash, X509Certificate } from 'node:crypto';
 import {
   AuthorityKeyIdentifierExtension,
+  BasicConstraintsExtension,
   SubjectAlternativeNameExtension,
   SubjectKeyIdentifierExtension,
   X509Certificate as PeculiarCertificate,
@@ -14,8 +15,37 @@ import {
  * not expose (key identifiers, the subject's common name, URIs among the subject alternative names).
  */
 
+/**
+ * What the device socket reads of a presented certificate at every connection, with node:crypto alone (about a
+ * tenth of a millisecond; a full `parseCertificate` costs milliseconds, most of it @peculiar/x509's ASN.1 reading).
+ */
+export interface PresentedCertificate {
+  der: Buffer;
+  notBefore: Date;
+  notAfter: Date;
+  isCa: boolean;
+  /** Null when not read (the light reading): the issuer is then found by name. */
+  aki: Buffer | null;
+  fingerprint: string;
+  x509: X509Certificate;
+}
+
+/** The light reading of a certificate (see PresentedCertificate), or null when it cannot be read. */
+export function presentedCertificate(certificate: X509Certificate | Buffer): PresentedCertificate | null {
+  try {
+    const x509 = Buffer.isBuffer(certificate) ? new X509Certificate(certificate) : certificate;
+    const notBefore = new Date(x509.validFrom);
+    const notAfter = new Date(x509.validTo);
+    if (Number.isNaN(notBefore.getTime()) || Number.isNaN(notAfter.getTime())) return null;
+    const der = Buffer.from(x509.raw);
+    return { der, notBefore, notAfter, isCa: x509.ca, aki: null, fingerprint: sha256(der), x509 };
+  } catch {
+    return null;
+  }
+}
+
 /** What the API stores and answers about one certificate. */
-export interface ParsedCertificate {
+export interface ParsedCertificate extends PresentedCertificate {
   /** The certificate itself (DER), kept so that later checks (the device socket) need nothing else. */
   der: Buffer;
   /** The serial number as a decimal string (NervesHub's form). */
@@ -38,7 +68,14 @@ export interface ParsedCertificate {
   publicKeyFingerprint: string;
   /** For signature and issuance checks. */
   x509: X509Certificate;
+  /** basicConstraints pathLenConstraint (CAs): how many intermediates may follow; null when unlimited or absent. */
+  pathLength: number | null;
+  /** Carries the name constraints extension (the device socket does not evaluate them, so refuses such a CA). */
+  nameConstraints: boolean;
 }
+
+/** Name constraints (RFC 5280 4.2.1.10). */
+const NAME_CONSTRAINTS_OID = '2.5.29.30';
 
 /** Why a field could not be read as a certificate: the 422 message of that field. */
 export const CERT_NOT_BASE64 = 'must be a base64-encoded PEM certificate';
@@ -83,10 +120,24 @@ export function readCertificateField(field: string): ParsedCertificate | string 
   if (blocks === 0) return CERT_NOT_PEM;
   if (blocks > 1) return CERT_SEVERAL;
   let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(pem);
+  } catch {
+    return CERT_MALFORMED;
+  }
+  return parseCertificate(x509);
+}
+
+/**
+ * Reads one certificate (DER, or as node:crypto parsed it): what the API and the device socket need of it, or the
+ * message saying why it cannot be read. Never throws.
+ */
+export function parseCertificate(certificate: X509Certificate | Buffer): ParsedCertificate | string {
+  let x509: X509Certificate;
   let peculiar: PeculiarCertificate;
   let publicKeyDer: Buffer;
   try {
-    x509 = new X509Certificate(pem);
+    x509 = Buffer.isBuffer(certificate) ? new X509Certificate(certificate) : certificate;
     peculiar = new PeculiarCertificate(x509.raw);
     publicKeyDer = x509.publicKey.export({ type: 'spki', format: 'der' });
   } catch {
@@ -95,12 +146,20 @@ export function readCertificateField(field: string): ParsedCertificate | string 
   const serialHex = x509.serialNumber;
   if (!/^[0-9A-Fa-f]+$/.test(serialHex)) return CERT_MALFORMED;
   if (serialHex.replace(/^0+(?=.)/, '').length > MAX_SERIAL_HEX_DIGITS) return CERT_SERIAL_TOO_LONG;
-  let extensions: { aki: Buffer | null; ski: Buffer | null; commonName: string | null };
+  let extensions: {
+    aki: Buffer | null;
+    ski: Buffer | null;
+    commonName: string | null;
+    pathLength: number | null;
+    nameConstraints: boolean;
+  };
   try {
     extensions = {
       aki: hexToBuffer(peculiar.getExtension(AuthorityKeyIdentifierExtension)?.keyId),
       ski: hexToBuffer(peculiar.getExtension(SubjectKeyIdentifierExtension)?.keyId),
       commonName: peculiar.subjectName.getField('CN')[0] ?? null,
+      pathLength: peculiar.getExtension(BasicConstraintsExtension)?.pathLength ?? null,
+      nameConstraints: peculiar.getExtension(NAME_CONSTRAINTS_OID) !== null,
     };
   } catch {
     return CERT_MALFORMED;

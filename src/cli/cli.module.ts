@@ -14,13 +14,22 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
+import { CERTS_COMMANDS, CertsCommand } from './certs.command';
 import { CLI_COMMANDS, GROUP_COMMANDS } from './commands';
 import { DemoCommand } from './demo.command';
 import { DemoService } from './demo.service';
 import { SimulateCommand } from './simulate.command';
 
 /** Every command and subcommand of `fleethub`. */
-const ALL_COMMANDS: Type<CommandRunner>[] = [...CLI_COMMANDS, DemoCommand, SimulateCommand];
+const ALL_COMMANDS: Type<CommandRunner>[] = [
+  ...CLI_COMMANDS,
+  DemoCommand,
+  SimulateCommand,
+  ...CERTS_COMMANDS,
+];
+
+/** Commands that need no database: network clients of a server (and local files). */
+export const DATABASE_FREE_COMMANDS: Type<CommandRunner>[] = [SimulateCommand, ...CERTS_COMMANDS];
 
 @Module({})
 export class CliModule {
@@ -30,7 +39,7 @@ export class CliModule {
    * `run` only reports that it was chosen.
    */
   static forParsing(config: AppConfig, chosen: (command: Type<CommandRunner>) => void): DynamicModule {
-    const groups: Type<CommandRunner>[] = GROUP_COMMANDS;
+    const groups: Type<CommandRunner>[] = [...GROUP_COMMANDS, CertsCommand];
     return {
       module: CliModule,
       imports: [ConfigModule.register(config)],
@@ -45,10 +54,14 @@ export class CliModule {
     };
   }
 
-  /** `databaseUrl` null: only `simulate`, which talks to a server over the network and needs no database. */
+  /** `databaseUrl` null: only the DATABASE_FREE_COMMANDS (`simulate`, `certs`). */
   static register(config: AppConfig, databaseUrl: string | null): DynamicModule {
     if (databaseUrl === null) {
-      return { module: CliModule, imports: [ConfigModule.register(config)], providers: [SimulateCommand] };
+      return {
+        module: CliModule,
+        imports: [ConfigModule.register(config)],
+        providers: DATABASE_FREE_COMMANDS,
+      };
     }
     return {
       module: CliModule,
@@ -69,7 +82,7 @@ export class CliModule {
         DeviceRecordsModule,
         IrohModule,
       ],
-      providers: [...CLI_COMMANDS, DemoCommand, DemoService, SimulateCommand],
+      providers: [...CLI_COMMANDS, DemoCommand, DemoService, ...DATABASE_FREE_COMMANDS],
     };
   }
 }

@@ -9,8 +9,7 @@ import { ConfigError, loadConfig } from '../config/config';
 import { DatabaseLocation } from '../database/database-url';
 import { runMigrations } from '../database/migrate';
 import { describeError } from './cli-command';
-import { CliModule } from './cli.module';
-import { SimulateCommand } from './simulate.command';
+import { CliModule, DATABASE_FREE_COMMANDS } from './cli.module';
 
 /**
  * Thrown where commander would call `process.exit` itself (help, version, usage errors, after printing them), so
@@ -63,8 +62,8 @@ async function main(): Promise<void> {
     options,
   );
   if (parsed.command === null) return;
-  // `simulate` is a network client of a server: no database, no migrations.
-  if (parsed.command === SimulateCommand) {
+  // `simulate` and `certs` are network clients of a server: no database, no migrations.
+  if (DATABASE_FREE_COMMANDS.includes(parsed.command)) {
     await CommandFactory.run(CliModule.register(config, null), options);
     return;
   }

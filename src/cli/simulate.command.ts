@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'nest-commander';
-import { Simulator, type SimulatorOptions, UPDATE_DEFAULTS } from './simulator';
+import { commonNameOf, issue, loadIssuer } from './cert-generator';
+import { type DeviceCertificates, Simulator, type SimulatorOptions, UPDATE_DEFAULTS } from './simulator';
 import { describeUpdateStats } from './simulated-update';
 import { CliCommand, UsageError } from './cli-command';
 
@@ -7,6 +9,10 @@ export interface SimulateOptions {
   url?: string;
   key?: string;
   secret?: string;
+  cert?: string;
+  ca?: string;
+  issuerCert?: string;
+  issuerKey?: string;
   devices?: string;
   prefix?: string;
   duration?: string;
@@ -25,8 +31,9 @@ const MAX_DEVICES = 100_000;
 @Command({
   name: 'simulate',
   description:
-    'Connect simulated devices to a fleethub server (NH1 product key): join, heartbeat, console echo, iroh, ' +
-    'and updates (download, size and SHA-256 check, apply, rejoin on the new firmware; a share can fail)',
+    'Connect simulated devices to a fleethub server (NH1 product key, or client certificates over mTLS): join, ' +
+    'heartbeat, console echo, iroh, and updates (download, size and SHA-256 check, apply, rejoin on the new ' +
+    'firmware; a share can fail)',
 })
 export class SimulateCommand extends CliCommand<SimulateOptions> {
   protected async execute(o: SimulateOptions): Promise<void> {
@@ -37,20 +44,18 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
     } catch {
       throw new UsageError('--url must be an http(s):// or ws(s):// URL');
     }
-    const key = this.required(o.key, '--key');
-    const secret = this.required(o.secret, '--secret');
     const devices = Number(o.devices ?? '1');
     if (!/^\d+$/.test(o.devices ?? '1') || devices < 1 || devices > MAX_DEVICES) {
       throw new UsageError(`--devices must be a whole number from 1 to ${MAX_DEVICES}`);
     }
+    const credentials = await this.credentials(o, url, devices);
     const duration = o.duration === undefined ? null : Number(o.duration);
     if (duration !== null && (!/^\d+$/.test(o.duration ?? '') || duration < 1)) {
       throw new UsageError('--duration must be a whole number of seconds');
     }
     const simulator = new Simulator({
       url,
-      key,
-      secret,
+      ...credentials.options,
       devices,
       prefix: o.prefix ?? 'sim-',
       log: (line) => process.stderr.write(`${line}\n`),
@@ -58,7 +63,7 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
       ...telemetryOptions(o),
     });
     simulator.start();
-    this.print(`simulating ${devices} device(s) against ${url}; Ctrl-C to stop`);
+    this.print(`simulating ${devices} device(s) against ${url}${credentials.describe}; Ctrl-C to stop`);
     await new Promise<void>((resolve) => {
       const status = setInterval(() => {
         this.print(`${simulator.connected}/${devices} connected`);
@@ -80,16 +85,112 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
     this.print(describeUpdateStats(stats));
   }
 
+  /**
+   * NH1 (`--key`, `--secret`), one device's certificate (`--cert`, `--key`: the identifier is its subject's common
+   * name), or certificates made for every device by an issuing CA (`--issuer-cert`, `--issuer-key`: JITP at scale).
+   */
+  private async credentials(
+    o: SimulateOptions,
+    url: string,
+    devices: number,
+  ): Promise<{ options: Partial<SimulatorOptions>; describe: string }> {
+    const tlsFlags = o.cert !== undefined || o.issuerCert !== undefined || o.issuerKey !== undefined;
+    if (!tlsFlags) {
+      if (o.ca !== undefined) throw new UsageError('--ca goes with --cert or --issuer-cert (mTLS)');
+      return {
+        options: { key: this.required(o.key, '--key'), secret: this.required(o.secret, '--secret') },
+        describe: '',
+      };
+    }
+    if (!/^(https|wss):/.test(url)) {
+      throw new UsageError('--url must be https:// or wss:// with certificates (the mTLS device socket)');
+    }
+    if (o.secret !== undefined) throw new UsageError('--secret is for shared secrets, not with certificates');
+    const read = async (flag: string, path: string) => {
+      try {
+        return await readFile(path, 'utf8');
+      } catch {
+        throw new UsageError(`${flag}: cannot read ${path}`);
+      }
+    };
+    const ca = o.ca === undefined ? undefined : await read('--ca', o.ca);
+    if (o.cert !== undefined) {
+      if (o.issuerCert !== undefined || o.issuerKey !== undefined) {
+        throw new UsageError('--cert (one device) or --issuer-cert/--issuer-key (many), not both');
+      }
+      if (devices !== 1) throw new UsageError('--cert is one device: leave out --devices');
+      const cert = await read('--cert', o.cert);
+      const key = await read('--key', this.required(o.key, '--key'));
+      let identifier: string | null;
+      try {
+        identifier = commonNameOf(cert);
+      } catch {
+        throw new UsageError(`--cert: ${o.cert} is not a PEM certificate`);
+      }
+      if (!identifier)
+        throw new UsageError('--cert: the certificate has no subject common name (the identifier)');
+      const certificates: DeviceCertificates = { ca, forDevice: async () => ({ cert, key }) };
+      return {
+        options: { certificates, identifiers: [identifier] },
+        describe: ` over mTLS as ${identifier}`,
+      };
+    }
+    if (o.key !== undefined) throw new UsageError("--key goes with --cert; the issuer's key is --issuer-key");
+    const issuerCert = await read('--issuer-cert', this.required(o.issuerCert, '--issuer-cert'));
+    const issuerKey = await read('--issuer-key', this.required(o.issuerKey, '--issuer-key'));
+    let issuer: Awaited<ReturnType<typeof loadIssuer>>;
+    try {
+      issuer = await loadIssuer(issuerCert, issuerKey);
+    } catch {
+      throw new UsageError('--issuer-cert/--issuer-key: not a PEM certificate and its private key');
+    }
+    const certificates: DeviceCertificates = {
+      ca,
+      forDevice: (identifier) => issue(issuer, { cn: identifier }),
+    };
+    return { options: { certificates }, describe: ' over mTLS (certificates made by the issuer)' };
+  }
+
   @Option({ flags: '--url <url>', description: 'Server base URL, e.g. http://127.0.0.1:4000' })
   parseUrl(value: string): string {
     return value;
   }
-  @Option({ flags: '--key <key>', description: 'Product shared-secret key (nhp_...)' })
+  @Option({
+    flags: '--key <key>',
+    description: "Product shared-secret key (nhp_...); with --cert, the certificate's private key file (PEM)",
+  })
   parseKey(value: string): string {
     return value;
   }
   @Option({ flags: '--secret <secret>', description: 'The secret of that key' })
   parseSecret(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--cert <file>',
+    description:
+      "mTLS: one device's certificate (PEM, intermediates after it); the identifier is its common name",
+  })
+  parseCert(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--ca <file>',
+    description: "mTLS: the server's CA to trust (the generated FLEETHUB_DATA_DIR/device-tls/ca.pem)",
+  })
+  parseCa(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--issuer-cert <file>',
+    description:
+      'mTLS: a CA certificate (PEM) that signs a new certificate for each of --devices (with --issuer-key)',
+  })
+  parseIssuerCert(value: string): string {
+    return value;
+  }
+  @Option({ flags: '--issuer-key <file>', description: "mTLS: that CA's private key (PEM)" })
+  parseIssuerKey(value: string): string {
     return value;
   }
   @Option({ flags: '--devices <n>', description: 'How many devices (default 1)' })

@@ -42,10 +42,17 @@ import {
 export interface SimulatorOptions {
   /** Server base URL (http(s):// or ws(s)://); a path other than `/` is used as the socket path. */
   url: string;
-  /** Product key (`nhp_...`): devices are registered on first connect. */
-  key: string;
-  secret: string;
+  /** Product key (`nhp_...`): devices are registered on first connect. Not with `certificates`. */
+  key?: string;
+  secret?: string;
+  /**
+   * mTLS instead of NH1: each device presents a client certificate (at `/socket/websocket` unless the URL has a
+   * path), as NervesHubLink with a certificate does.
+   */
+  certificates?: DeviceCertificates;
   devices: number;
+  /** The devices' identifiers (as many as `devices`); default `<prefix>0001`... */
+  identifiers?: string[];
   prefix?: string;
   /** Default 30 000 ms, as NervesHubLink. */
   heartbeatMs?: number;
@@ -92,8 +99,21 @@ export interface SimulatedFirmware {
   misc: string;
 }
 
+/** Where simulated devices get their client certificates from (mTLS). */
+export interface DeviceCertificates {
+  /** The server's CA (PEM) the devices trust; undefined: Node's default CAs. */
+  ca?: string;
+  /** A device's certificate (PEM, its intermediates after it) and key (PEM). */
+  forDevice(identifier: string): Promise<{ cert: string; key: string }>;
+}
+
 /** What one SimulatedDevice needs: the SimulatorOptions with their defaults applied. */
-export type DeviceOptions = Required<Omit<SimulatorOptions, 'log' | 'firmware'>> & {
+export type DeviceOptions = Required<
+  Omit<SimulatorOptions, 'log' | 'firmware' | 'key' | 'secret' | 'certificates' | 'identifiers'>
+> & {
+  key?: string;
+  secret?: string;
+  certificates?: DeviceCertificates;
   log: (line: string) => void;
   firmware?: Partial<SimulatedFirmware>;
   /** Counts the devices applying an update at once (shared by the devices of one Simulator or process). */
@@ -132,11 +152,14 @@ export const REJOIN_AFTER_MS = 5_000;
 /** Simulated devices of one product key that connect in the same second share one PBKDF2 derivation. */
 const signingKeys = new DerivedKeyCache(64);
 
-/** The websocket URL of the device socket for a server base URL. */
-export function deviceSocketUrl(base: string): string {
+/**
+ * The websocket URL of the device socket for a server base URL: `/device-socket/websocket` (shared secrets) or, for
+ * devices with certificates, `/socket/websocket` (NervesHubLink's paths) unless the URL has a path.
+ */
+export function deviceSocketUrl(base: string, defaultPath = '/device-socket/websocket'): string {
   const url = new URL(base);
   url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
-  if (url.pathname === '/' || url.pathname === '') url.pathname = '/device-socket/websocket';
+  if (url.pathname === '/' || url.pathname === '') url.pathname = defaultPath;
   url.searchParams.set('vsn', '2.0.0');
   return url.toString();
 }
@@ -224,6 +247,8 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   private logCount = 0;
   /** Log lines and reports sent (load tests count them). */
   readonly sent = { logLines: 0, healthReports: 0, locations: 0, identityReports: 0 };
+  /** The client certificate, key and server CA of an mTLS device (loaded before its first connection). */
+  private tls: { cert: string; key: string; ca?: string } | null = null;
   /** Sees every frame the device receives, before the device acts on it (load tests time `update` frames). */
   onReceive: ((topic: string, event: string) => void) | null = null;
 
@@ -248,18 +273,38 @@ export class SimulatedDevice implements DeviceUpdateCounters {
 
   connect(): void {
     if (this.stopped) return;
-    const headers = signNh1Headers({
-      key: this.options.key,
-      secret: this.options.secret,
-      identifier: this.identifier,
-      timeS: Math.floor(Date.now() / 1000),
-      cache: signingKeys,
-    });
-    const url = deviceSocketUrl(this.options.url);
+    const { certificates } = this.options;
+    if (certificates && !this.tls) {
+      certificates.forDevice(this.identifier).then(
+        (tls) => {
+          this.tls = { ...tls, ca: certificates.ca };
+          this.open();
+        },
+        (err: unknown) => this.options.log(`${this.identifier}: no certificate: ${String(err)}`),
+      );
+      return;
+    }
+    this.open();
+  }
+
+  /** One connection attempt (the certificate, if any, loaded). */
+  private open(): void {
+    if (this.stopped) return;
+    const headers = this.tls
+      ? {}
+      : signNh1Headers({
+          key: this.options.key ?? '',
+          secret: this.options.secret ?? '',
+          identifier: this.identifier,
+          timeS: Math.floor(Date.now() / 1000),
+          cache: signingKeys,
+        });
+    const url = deviceSocketUrl(this.options.url, this.tls ? '/socket/websocket' : undefined);
     const ws = new WebSocket(url, {
       headers: { ...headers },
       maxPayload: 16 * 1024 * 1024,
       createConnection: connectWithTimeout(url.startsWith('wss:')),
+      ...(this.tls ?? {}),
     });
     this.ws = ws;
     this.ref = 0;
@@ -659,19 +704,21 @@ export class Simulator {
   readonly gauge = new ApplyingGauge();
 
   constructor(options: SimulatorOptions) {
+    const { identifiers, ...rest } = options;
     const full: DeviceOptions = {
       prefix: 'sim-',
       heartbeatMs: 30_000,
       log: () => undefined,
       ...UPDATE_DEFAULTS,
       ...TELEMETRY_DEFAULTS,
-      ...withoutUndefined(options),
+      ...withoutUndefined(rest),
       gauge: this.gauge,
     };
     const width = Math.max(4, String(options.devices).length);
     this.devices = Array.from(
       { length: options.devices },
-      (_, i) => new SimulatedDevice(`${full.prefix}${String(i + 1).padStart(width, '0')}`, full),
+      (_, i) =>
+        new SimulatedDevice(identifiers?.[i] ?? `${full.prefix}${String(i + 1).padStart(width, '0')}`, full),
     );
   }
 

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ca, keyPem, leaf } from '../../test/support/cert-builder';
 import { ConfigError, loadConfig } from './config';
 
 describe('loadConfig', () => {
@@ -204,6 +208,98 @@ describe('loadConfig', () => {
       ]) {
         expect(problems.some((p) => p.startsWith(name))).toBe(true);
       }
+    });
+  });
+
+  describe('mTLS device socket and certificate proxy', () => {
+    function problemsOf(env: Record<string, string>): string[] {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        if (err instanceof ConfigError) return err.problems;
+        throw err;
+      }
+      return [];
+    }
+    let dir: string;
+    const files: Record<string, string> = {};
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'fleethub-config-'));
+      const authority = await ca();
+      const server = await leaf(authority, { cn: 'localhost' });
+      const other = await leaf(authority, { cn: 'other' });
+      const write = (name: string, text: string) => {
+        files[name] = join(dir, name);
+        writeFileSync(files[name], text);
+      };
+      write('server.pem', `${server.pem}\n${authority.pem}\n`);
+      write('server-key.pem', await keyPem(server));
+      write('other-key.pem', await keyPem(other));
+      write('garbage.pem', 'not a certificate');
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('off unless FLEETHUB_DEVICE_TLS_PORT is set; then a generated server certificate unless one is configured', () => {
+      expect(loadConfig({})).toMatchObject({ deviceTls: null, deviceCertProxy: null });
+      expect(loadConfig({ FLEETHUB_DEVICE_TLS_PORT: '4443' }).deviceTls).toEqual({
+        port: 4443,
+        certFile: null,
+        keyFile: null,
+      });
+      expect(
+        loadConfig({
+          FLEETHUB_DEVICE_TLS_PORT: '4443',
+          FLEETHUB_DEVICE_TLS_CERT: files['server.pem'],
+          FLEETHUB_DEVICE_TLS_KEY: files['server-key.pem'],
+        }).deviceTls,
+      ).toEqual({ port: 4443, certFile: files['server.pem'], keyFile: files['server-key.pem'] });
+    });
+
+    it('checks the certificate and key once, at load', () => {
+      const tls = (cert: string | undefined, key: string | undefined, extra: object = {}) =>
+        problemsOf({
+          FLEETHUB_DEVICE_TLS_PORT: '4443',
+          ...(cert ? { FLEETHUB_DEVICE_TLS_CERT: cert } : {}),
+          ...(key ? { FLEETHUB_DEVICE_TLS_KEY: key } : {}),
+          ...extra,
+        });
+      expect(tls(files['server.pem'], undefined)).toEqual([
+        'FLEETHUB_DEVICE_TLS_CERT and FLEETHUB_DEVICE_TLS_KEY go together: set both, or neither',
+      ]);
+      expect(tls(files['server.pem'], files['other-key.pem'])).toEqual([
+        'FLEETHUB_DEVICE_TLS_KEY is not the private key of the certificate in FLEETHUB_DEVICE_TLS_CERT',
+      ]);
+      expect(tls(files['garbage.pem'], files['garbage.pem'])).toEqual([
+        `FLEETHUB_DEVICE_TLS_CERT does not hold a PEM certificate (${files['garbage.pem']})`,
+        `FLEETHUB_DEVICE_TLS_KEY does not hold an unencrypted PEM private key (${files['garbage.pem']})`,
+      ]);
+      expect(tls(join(dir, 'missing.pem'), files['server-key.pem'])).toEqual([
+        `FLEETHUB_DEVICE_TLS_CERT cannot be read (ENOENT: ${join(dir, 'missing.pem')})`,
+      ]);
+      expect(tls(undefined, undefined, { PORT: '4443' })).toEqual([
+        'FLEETHUB_DEVICE_TLS_PORT must differ from PORT (both are 4443)',
+      ]);
+      expect(problemsOf({ FLEETHUB_DEVICE_TLS_CERT: files['server.pem'] })).toEqual([
+        'FLEETHUB_DEVICE_TLS_CERT set but FLEETHUB_DEVICE_TLS_PORT is not (it turns the mTLS device socket on)',
+      ]);
+    });
+
+    it('the proxy mode: a secret of 32 characters or more turns it on; the header name can change', () => {
+      expect(loadConfig({ FLEETHUB_DEVICE_CERT_PROXY_SECRET: 's'.repeat(32) }).deviceCertProxy).toEqual({
+        secret: 's'.repeat(32),
+        header: 'x-client-cert',
+      });
+      expect(
+        loadConfig({
+          FLEETHUB_DEVICE_CERT_PROXY_SECRET: 's'.repeat(32),
+          FLEETHUB_DEVICE_CERT_PROXY_HEADER: 'X-SSL-Client-Cert',
+        }).deviceCertProxy?.header,
+      ).toBe('x-ssl-client-cert');
+      expect(problemsOf({ FLEETHUB_DEVICE_CERT_PROXY_SECRET: 'short' })).toEqual([
+        'FLEETHUB_DEVICE_CERT_PROXY_SECRET must be at least 32 characters long',
+      ]);
+      expect(problemsOf({ FLEETHUB_DEVICE_CERT_PROXY_HEADER: 'x-client-cert' })).toHaveLength(1);
     });
   });
 });

@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
@@ -35,6 +37,13 @@ export interface AppConfig {
   storage: StorageConfig;
   /** What devices report through the `extensions` channel (docs/decisions.md, "Device telemetry"). */
   telemetry: TelemetryConfig;
+  /** The mTLS device socket (issue #17): null when `FLEETHUB_DEVICE_TLS_PORT` is unset (off). */
+  deviceTls: DeviceTlsConfig | null;
+  /**
+   * Certificate authentication through a TLS terminator in front (opt-in): the verified client certificate arrives
+   * in a header, with a shared secret proving that the proxy sent it. Null: off.
+   */
+  deviceCertProxy: DeviceCertProxyConfig | null;
 }
 
 export interface TelemetryConfig {
@@ -44,6 +53,25 @@ export interface TelemetryConfig {
   healthIntervalMinutes: number;
   /** `geo:location:request` is pushed on attach and, when above 0, every this many minutes. */
   geoIntervalMinutes: number;
+}
+
+export interface DeviceTlsConfig {
+  /** 0: any free port (tests). */
+  port: number;
+  /**
+   * The server's certificate (chain) and key, PEM files, checked at load (readable, the key matches the
+   * certificate). Null: a private server CA and a certificate it signs are generated in `dataDir/device-tls` on
+   * first start and reused afterwards.
+   */
+  certFile: string | null;
+  keyFile: string | null;
+}
+
+export interface DeviceCertProxyConfig {
+  /** Compared in constant time with the `x-fleethub-proxy-secret` header. */
+  secret: string;
+  /** Lower-case name of the header carrying the client certificate (URL-encoded PEM, PEM, or base64 DER). */
+  header: string;
 }
 
 export type StorageConfig = { kind: 'local' } | S3StorageConfig;
@@ -184,6 +212,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     healthIntervalMinutes: integer(env, 'FLEETHUB_HEALTH_INTERVAL_MINUTES', 60, 1, 10_080, problems),
     geoIntervalMinutes: integer(env, 'FLEETHUB_GEO_INTERVAL_MINUTES', 0, 0, 10_080, problems),
   };
+  const deviceTls = deviceTlsConfig(env, port, problems);
+  const deviceCertProxy = deviceCertProxyConfig(env, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -204,7 +234,98 @@ export function loadConfig(env: Env = process.env): AppConfig {
     shutdownTimeoutMs,
     storage,
     telemetry,
+    deviceTls,
+    deviceCertProxy,
   };
+}
+
+/** Reads a PEM file for the configuration, or says why it cannot. */
+function readPem(name: string, path: string, problems: string[]): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    problems.push(`${name} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}: ${path})`);
+    return null;
+  }
+}
+
+function deviceTlsConfig(env: Env, httpPort: number, problems: string[]): DeviceTlsConfig | null {
+  const certFile = present(env, 'FLEETHUB_DEVICE_TLS_CERT');
+  const keyFile = present(env, 'FLEETHUB_DEVICE_TLS_KEY');
+  if (present(env, 'FLEETHUB_DEVICE_TLS_PORT') === undefined) {
+    const stray = [certFile && 'FLEETHUB_DEVICE_TLS_CERT', keyFile && 'FLEETHUB_DEVICE_TLS_KEY'].filter(
+      Boolean,
+    );
+    if (stray.length > 0) {
+      problems.push(
+        `${stray.join(', ')} set but FLEETHUB_DEVICE_TLS_PORT is not (it turns the mTLS device socket on)`,
+      );
+    }
+    return null;
+  }
+  const port = integer(env, 'FLEETHUB_DEVICE_TLS_PORT', 0, 0, 65535, problems);
+  if (port !== 0 && port === httpPort) {
+    problems.push(`FLEETHUB_DEVICE_TLS_PORT must differ from PORT (both are ${port})`);
+  }
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    problems.push('FLEETHUB_DEVICE_TLS_CERT and FLEETHUB_DEVICE_TLS_KEY go together: set both, or neither');
+    return { port, certFile: null, keyFile: null };
+  }
+  if (certFile === undefined || keyFile === undefined) return { port, certFile: null, keyFile: null };
+  const certPath = resolve(certFile);
+  const keyPath = resolve(keyFile);
+  const certPem = readPem('FLEETHUB_DEVICE_TLS_CERT', certPath, problems);
+  const keyPem = readPem('FLEETHUB_DEVICE_TLS_KEY', keyPath, problems);
+  if (certPem !== null && keyPem !== null) {
+    let cert: X509Certificate | null = null;
+    try {
+      // The first certificate of the file is the server's; any others are its chain.
+      const first = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(certPem);
+      cert = new X509Certificate(first ? first[0] : certPem);
+    } catch {
+      problems.push(`FLEETHUB_DEVICE_TLS_CERT does not hold a PEM certificate (${certPath})`);
+    }
+    let key: ReturnType<typeof createPrivateKey> | null = null;
+    try {
+      key = createPrivateKey(keyPem);
+    } catch {
+      problems.push(`FLEETHUB_DEVICE_TLS_KEY does not hold an unencrypted PEM private key (${keyPath})`);
+    }
+    if (cert && key && !cert.checkPrivateKey(key)) {
+      problems.push(
+        'FLEETHUB_DEVICE_TLS_KEY is not the private key of the certificate in FLEETHUB_DEVICE_TLS_CERT',
+      );
+    }
+    if (cert && Date.parse(cert.validTo) < Date.now()) {
+      problems.push(`FLEETHUB_DEVICE_TLS_CERT has expired (${cert.validTo})`);
+    }
+  }
+  return { port, certFile: certPath, keyFile: keyPath };
+}
+
+/** A header name as HTTP allows it (a token), lower-cased. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+
+function deviceCertProxyConfig(env: Env, problems: string[]): DeviceCertProxyConfig | null {
+  const secret = present(env, 'FLEETHUB_DEVICE_CERT_PROXY_SECRET');
+  const header = present(env, 'FLEETHUB_DEVICE_CERT_PROXY_HEADER');
+  if (secret === undefined) {
+    if (header !== undefined) {
+      problems.push(
+        'FLEETHUB_DEVICE_CERT_PROXY_HEADER set but FLEETHUB_DEVICE_CERT_PROXY_SECRET is not (the secret turns the proxy mode on)',
+      );
+    }
+    return null;
+  }
+  if (secret.length < 32)
+    problems.push('FLEETHUB_DEVICE_CERT_PROXY_SECRET must be at least 32 characters long');
+  const name = (header ?? 'x-client-cert').toLowerCase();
+  if (!HEADER_NAME.test(name) || name === 'x-fleethub-proxy-secret') {
+    problems.push(
+      `FLEETHUB_DEVICE_CERT_PROXY_HEADER must be an HTTP header name such as x-client-cert (got "${name}")`,
+    );
+  }
+  return { secret, header: name };
 }
 
 const S3_VARIABLES = [

@@ -15,8 +15,10 @@ import { SharedSecretsService } from './shared-secrets.service';
     ServerKeyService,
     SharedSecretsRepository,
     SharedSecretsService,
-    { provide: DeviceAuthenticator, useClass: NH1DeviceAuthenticator },
+    NH1DeviceAuthenticator,
+    { provide: DeviceAuthenticator, useExisting: NH1DeviceAuthenticator },
   ],
-  exports: [DeviceAuthenticator, ServerKeyService, SharedSecretsService],
+  // NH1DeviceAuthenticator itself: the gateway composes it with certificate authentication (proxy mode).
+  exports: [DeviceAuthenticator, NH1DeviceAuthenticator, ServerKeyService, SharedSecretsService],
 })
 export class DeviceAuthModule {}

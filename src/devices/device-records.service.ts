@@ -44,14 +44,18 @@ export class DeviceRecordsService {
     return this.devices.findProductByIdentifier(identifier);
   }
 
-  /** Registers a device in `tx` (NH1 registration by a product key); its id, or none when it exists already. */
+  /**
+   * Registers a device in `tx` (NH1 registration by a product key; JITP, with the CA's template's tags and
+   * description); its id, or none when it exists already.
+   */
   registerIfAbsent(
     orgId: string,
     productId: string,
     identifier: string,
     tx: Queryable,
+    template?: { tags: string[]; description: string | null },
   ): Promise<{ id: string }[]> {
-    return this.devices.insertIfAbsent(orgId, productId, identifier, tx);
+    return this.devices.insertIfAbsent(orgId, productId, identifier, tx, template);
   }
 
   /** The instance holding the device's socket according to the database, or null when not connected. */

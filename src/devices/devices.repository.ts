@@ -174,7 +174,15 @@ export class DevicesRepository {
     productId: string,
     identifier: string,
     tx: Queryable,
+    template?: { tags: string[]; description: string | null },
   ): Promise<{ id: string }[]> {
+    if (template) {
+      return tx.query(
+        `INSERT INTO devices (org_id, product_id, identifier, tags, description) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (identifier) DO NOTHING RETURNING id`,
+        [orgId, productId, identifier, template.tags, template.description],
+      );
+    }
     return tx.query(
       `INSERT INTO devices (org_id, product_id, identifier) VALUES ($1, $2, $3)
        ON CONFLICT (identifier) DO NOTHING RETURNING id`,

@@ -67,6 +67,11 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   private idleTimer: NodeJS.Timeout | null = null;
   private drainTimer: NodeJS.Timeout | null = null;
   private readonly refusals = { shed: 0, late: 0, since: 0 };
+  /** Other listeners' HTTP servers this gateway serves upgrades on (the mTLS device socket), with their handlers. */
+  private readonly served: {
+    server: Server;
+    onUpgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  }[] = [];
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     this.upgrade(req, socket, head).catch((err: unknown) => {
       this.logger.error({ err }, 'device upgrade failed');
@@ -119,6 +124,23 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   /**
+   * Serves the device socket on another HTTP server too (the mTLS listener, issue #17): the same paths, channels,
+   * drain and shutdown as the main listener. Its connections were authenticated before they carried any HTTP:
+   * `identify` gives the device a connection is (null: refused, 401), without the Admission (that listener ran its
+   * authentication through it already).
+   */
+  serve(server: Server, identify: (socket: Duplex) => AuthenticatedDevice | null): void {
+    const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.upgrade(req, socket, head, identify).catch((err: unknown) => {
+        this.logger.error({ err }, 'device upgrade failed');
+        refuseUpgrade(socket, 500);
+      });
+    };
+    server.on('upgrade', onUpgrade);
+    this.served.push({ server, onUpgrade });
+  }
+
+  /**
    * The shutdown's drain: no new device socket is accepted, and those held here close one after another, evenly
    * over `periodMs` (all at once when it is 0), so that their reconnects do not land on the other instances in
    * the same instant.
@@ -147,6 +169,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     if (!this.server) return;
     this.connections.shuttingDown = true;
     this.server.off('upgrade', this.onUpgrade);
+    for (const { server, onUpgrade } of this.served) server.off('upgrade', onUpgrade);
     if (this.idleTimer) clearInterval(this.idleTimer);
     if (this.drainTimer) clearInterval(this.drainTimer);
     await Promise.all(
@@ -168,7 +191,12 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
     return this.connections.size;
   }
 
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  private async upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    identify?: (socket: Duplex) => AuthenticatedDevice | null,
+  ): Promise<void> {
     // A shared listener, not a closure: a closure here would keep this request (headers and all) alive for as
     // long as the socket lives.
     socket.on('error', destroyOnError);
@@ -178,6 +206,13 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       return refuseUpgrade(socket, 503);
     // Only the JSON V2 serializer is offered; msgpack devices (vsn 3.0.0) are refused as Phoenix does.
     if (url.searchParams.get('vsn') !== '2.0.0') return refuseUpgrade(socket, 403);
+    if (identify) {
+      // Authenticated before HTTP (the mTLS listener): nothing to wait for.
+      const identified = identify(req.socket);
+      if (!identified) return refuseUpgrade(socket, 401);
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, identified));
+      return;
+    }
     const receivedAt = Date.now();
     let device: AuthenticatedDevice | null;
     try {

@@ -1,7 +1,14 @@
 import { Module } from '@nestjs/common';
+import { CertificateAuthModule } from '../certificates/certificate-auth.module';
+import {
+  CertificateDeviceAuthenticator,
+  ProxiedCertificateOrSharedSecret,
+} from '../certificates/certificate-authenticator';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { DeviceAuthModule } from '../device-auth/device-auth.module';
+import { DeviceAuthenticator } from '../device-auth/device-authenticator';
+import { NH1DeviceAuthenticator } from '../device-auth/nh1-device-authenticator';
 import { ServerKeyService } from '../device-auth/server-key.service';
 import { DeviceCommands, DeviceConsole, DeviceScripts, UpdateNotifier } from '../devices/device-console';
 import { DeviceRecordsModule } from '../devices/device-records.module';
@@ -22,6 +29,7 @@ import { ExtensionsChannel } from './channels/extensions';
 import { CONNECT_CONCURRENCY, DeviceGateway, HANDSHAKE_MAX_WAIT_MS } from './device-gateway';
 import { DeviceLinkService } from './device-link.service';
 import { DeviceRelay } from './device-relay';
+import { DeviceTlsListener } from './device-tls-listener';
 import { DownloadLinkSigner } from './download-links';
 import { FirmwareDownloads, LINK_SIGNER } from './firmware-downloads';
 import { DeviceConsoleController, FirmwareDownloadController } from './gateway.controller';
@@ -51,6 +59,7 @@ import { RolloutSignals } from './rollout-signals';
     IrohModule,
     TelemetryModule,
     DeploymentsModule,
+    CertificateAuthModule,
   ],
   controllers: [DeviceConsoleController, FirmwareDownloadController],
   providers: [
@@ -82,6 +91,19 @@ import { RolloutSignals } from './rollout-signals';
     DeviceRelay,
     ScriptRunner,
     DeviceGateway,
+    // After DeviceGateway: it serves its upgrades with the gateway started.
+    DeviceTlsListener,
+    {
+      // The main listener's device authentication: NH1, and certificates from a TLS terminator's header when the
+      // proxy mode is on.
+      provide: DeviceAuthenticator,
+      inject: [NH1DeviceAuthenticator, CertificateDeviceAuthenticator, APP_CONFIG],
+      useFactory: (
+        nh1: NH1DeviceAuthenticator,
+        certificates: CertificateDeviceAuthenticator,
+        config: AppConfig,
+      ) => (config.deviceCertProxy ? new ProxiedCertificateOrSharedSecret(certificates, nh1) : nh1),
+    },
     RolloutSignals,
     { provide: DeviceConsole, useClass: GatewayDeviceConsole },
     { provide: DeviceCommands, useClass: GatewayDeviceCommands },
@@ -94,6 +116,7 @@ import { RolloutSignals } from './rollout-signals';
     DeviceScripts,
     UpdateNotifier,
     DeviceGateway,
+    DeviceTlsListener,
     DeviceBus,
     DeviceRelay,
     RolloutSignals,

@@ -59,6 +59,8 @@ export interface CertOptions {
   uris?: string[];
   /** Reuse a key pair (e.g. a second certificate for the same key). */
   keys?: Keys;
+  /** basicConstraints pathLenConstraint of a CA. */
+  pathLength?: number;
 }
 
 export async function generateKeys(kind: KeyKind = 'ec'): Promise<Keys> {
@@ -86,7 +88,7 @@ async function extensions(
 ): Promise<x509.Extension[]> {
   const isCa = options.isCa === undefined ? defaultCa : options.isCa;
   const list: x509.Extension[] = [];
-  if (isCa !== null) list.push(new x509.BasicConstraintsExtension(isCa, undefined, true));
+  if (isCa !== null) list.push(new x509.BasicConstraintsExtension(isCa, options.pathLength, true));
   list.push(
     new x509.KeyUsagesExtension(
       isCa
@@ -165,4 +167,12 @@ export const days = (n: number) => new Date(Date.now() + n * DAY);
 /** The subject key identifier of a test certificate, in lower-case hex. */
 export function subjectKeyId(issued: Issued): string {
   return issued.cert.getExtension(x509.SubjectKeyIdentifierExtension)!.keyId;
+}
+
+/** The private key of a test certificate, PEM (PKCS #8): what a device or a TLS client is given. */
+export async function keyPem(issued: Issued | Keys): Promise<string> {
+  const keys = 'keys' in issued ? issued.keys : issued;
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
+  return `-----BEGIN PRIVATE KEY-----\n${lines.join('\n')}\n-----END PRIVATE KEY-----\n`;
 }

@@ -35,6 +35,40 @@ export class DeviceSocketClient {
     });
   }
 
+  /** Connects to a full websocket URL with `ws` client options (a TLS client certificate, ...). */
+  static open(url: string, options: WebSocket.ClientOptions): Promise<DeviceSocketClient> {
+    const ws = new WebSocket(url, options);
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(new DeviceSocketClient(ws)));
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) =>
+        reject(new Error(`upgrade refused: ${res.statusCode ?? 0}`)),
+      );
+    });
+  }
+
+  /**
+   * How a connection that must not get in ended: with an HTTP answer to the upgrade (its status), or closed
+   * without any (the socket error's message).
+   */
+  static outcome(
+    url: string,
+    options: WebSocket.ClientOptions,
+  ): Promise<{ status: number } | { closed: string }> {
+    const ws = new WebSocket(url, options);
+    return new Promise((resolve) => {
+      ws.once('open', () => {
+        ws.terminate();
+        resolve({ status: 101 });
+      });
+      ws.once('error', (err) => resolve({ closed: err.message }));
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0 });
+      });
+    });
+  }
+
   /** The refused upgrade's status, headers and body. */
   static refused(
     baseUrl: string,
