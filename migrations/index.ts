@@ -12,6 +12,7 @@ import { Certificates1795671374598 } from './1795671374598-Certificates';
 import { DeviceTelemetry1795765569195 } from './1795765569195-DeviceTelemetry';
 import { DeviceTelemetryPartitions1795765600000 } from './1795765600000-DeviceTelemetryPartitions';
 import { DeviceCertificateAuthority1795765616794 } from './1795765616794-DeviceCertificateAuthority';
+import { NervesHubParity1795767991740 } from './1795767991740-NervesHubParity';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -29,4 +30,5 @@ export const MIGRATIONS: Function[] = [
   DeviceTelemetry1795765569195,
   DeviceTelemetryPartitions1795765600000,
   DeviceCertificateAuthority1795765616794,
+  NervesHubParity1795767991740,
 ];

@@ -1,4 +1,6 @@
 import { DeploymentsModule } from './deployments/deployments.module';
+import { CliSessionsModule } from './cli-sessions/cli-sessions.module';
+import { InvitationsModule } from './invitations/invitations.module';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module';
@@ -46,6 +48,8 @@ export const FEATURE_MODULES = [
   GatewayModule,
   DeploymentsModule,
   DeploymentOrchestratorModule,
+  CliSessionsModule,
+  InvitationsModule,
 ];
 
 @Module({})

@@ -5,6 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { toDomainError } from './common/errors/all-exceptions.filter';
 import { ConnectionDrain } from './common/http/connection-drain';
 import { replyJsonDirectly } from './common/http/json-reply';
+import { LARGE_JSON_PATH } from './common/http/large-json-body';
 import { AppLogger } from './common/http/logger';
 import { assignRequestId } from './common/http/request-id';
 import {
@@ -67,6 +68,11 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
   // Body-parser failures become the contract's errors here, before Nest maps them to its own. A request
   // without a body (no Content-Length, no Transfer-Encoding: most of them) skips the parser, as it would itself.
   app.use((req: Request, res: Response, next: NextFunction) => {
+    // A bulk import reads its (large) body itself.
+    if (req.method === 'POST' && LARGE_JSON_PATH.test(req.path)) {
+      next();
+      return;
+    }
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
       req.body = undefined;
       next();

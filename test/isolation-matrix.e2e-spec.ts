@@ -80,6 +80,10 @@ interface Fixture {
   key: string;
   iroh: string;
   member: string;
+  /** An email with a pending invitation to the organization. */
+  invited: string;
+  /** A device import job of `product`. */
+  importJob: string;
   /** A deployment group of `product` (made only for the routes that name one). */
   group: string;
   /** A spare personal access token of each signed-in caller (`/api/users/me/tokens/:id` is the caller's own). */
@@ -143,6 +147,21 @@ describe('isolation matrix: every route × every kind of caller', () => {
     }
     const member = await t.fixtures.user();
     await t.fixtures.addMember(org, member, 'view');
+    const importJob = String(
+      (
+        await api()
+          .post(`/api/orgs/${org}/products/${product}/devices/import`)
+          .set(admin.auth)
+          .send(['not an entry'])
+          .expect(201)
+      ).body.data.id,
+    );
+    const invited = `invited-${randomUUID()}@example.com`;
+    await api()
+      .post(`/api/orgs/${org}/users/invite`)
+      .set(admin.auth)
+      .send({ email: invited, role: 'view' })
+      .expect(204);
     const spareToken = async (user: TestUser): Promise<string> =>
       String((await api().post('/api/users/me/tokens').set(user.auth).send({}).expect(201)).body.data.id);
     const tokens = {
@@ -158,6 +177,8 @@ describe('isolation matrix: every route × every kind of caller', () => {
       key,
       iroh,
       member: member.user.email,
+      invited,
+      importJob,
       group,
       tokens,
     };
@@ -175,12 +196,13 @@ describe('isolation matrix: every route × every kind of caller', () => {
         case 'name_or_id':
           return fx.script;
         case 'id':
+          if (route.path.includes('/device_imports/')) return fx.importJob;
           if (!route.path.startsWith('/api/users/me/tokens/')) return fx.script;
           return caller in fx.tokens ? fx.tokens[caller as keyof Fixture['tokens']] : fx.tokens.admin;
         case 'uuid':
           return randomUUID();
         case 'email':
-          return encodeURIComponent(fx.member);
+          return encodeURIComponent(route.path.includes('/invitations/') ? fx.invited : fx.member);
         case 'name':
           return route.path.includes('/deployments/') ? fx.group : fx.key;
         case 'key':

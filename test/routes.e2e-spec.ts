@@ -71,10 +71,18 @@ describe('route table', () => {
     expect(publicRoutes.sort()).toEqual([
       'AuthController.login',
       'AuthController.loginDeprecated',
+      // NervesHub's browser sign-in for its CLI: the session token (unguessable) is the credential.
+      'CliSessionPageController.show',
+      'CliSessionPageController.submit',
+      'CliSessionsController.check',
+      'CliSessionsController.start',
       // Devices download firmware from signed, expiring links (the link is the credential).
       'FirmwareDownloadController.download',
       'HealthController.alive',
       'HealthController.ready',
+      // An invitation's link (unguessable, expiring, single use) is the credential.
+      'InvitationPageController.accept',
+      'InvitationPageController.show',
       'MetricsController.scrape',
     ]);
   });

@@ -198,6 +198,7 @@ describe('personal access tokens', () => {
         id: expect.stringMatching(/^[1-9]\d*$/),
         note: 'ci runner',
         scope: 'read',
+        rendering: 'fleethub',
         expires_at: '2999-01-31T11:00:00.000Z',
         inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
         last_used_at: null,
@@ -288,6 +289,7 @@ describe('personal access tokens', () => {
           'inserted_at',
           'last_used_at',
           'note',
+          'rendering',
           'scope',
         ]);
       }

@@ -1,6 +1,7 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BigIdColumn } from '../database/columns';
 import { User } from '../users/user.entity';
+import { TOKEN_RENDERINGS, type TokenRendering } from './token-rendering';
 import { TOKEN_SCOPES, type TokenScope } from './token-scope';
 
 @Entity('access_tokens')
@@ -25,6 +26,9 @@ export class AccessToken {
 
   @Column({ type: 'enum', enum: TOKEN_SCOPES, enumName: 'token_scope', default: 'all' })
   scope: TokenScope;
+
+  @Column({ type: 'enum', enum: TOKEN_RENDERINGS, enumName: 'token_rendering', default: 'fleethub' })
+  rendering: TokenRendering;
 
   @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
   expiresAt: Date | null;

@@ -1,10 +1,11 @@
 import type { Actor } from '../common/auth/actor';
 import type { Role } from '../common/auth/roles';
 import { joinedProductColumns } from '../products/product-row';
+import type { TokenRendering } from './token-rendering';
 import type { TokenScope } from './token-scope';
 
 /** A live personal access token and its user, by the token's SHA-256 (`$1`). */
-export const TOKEN_BY_HASH = `SELECT t.id AS token_id, t.scope, t.expires_at, t.last_used_at,
+export const TOKEN_BY_HASH = `SELECT t.id AS token_id, t.scope, t.rendering, t.expires_at, t.last_used_at,
         u.id AS user_id, u.email, u.username, u.name
    FROM access_tokens t JOIN users u ON u.id = t.user_id
   WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`;
@@ -12,6 +13,7 @@ export const TOKEN_BY_HASH = `SELECT t.id AS token_id, t.scope, t.expires_at, t.
 export interface TokenRow {
   token_id: string;
   scope: TokenScope;
+  rendering: TokenRendering;
   expires_at: Date | null;
   last_used_at: Date | null;
   user_id: string;
@@ -29,6 +31,7 @@ export function actorOfToken(row: TokenRow): Actor {
     name: row.name,
     tokenId: row.token_id,
     scope: row.scope,
+    rendering: row.rendering,
   };
 }
 

@@ -30,7 +30,9 @@ export class AuthController {
   @ApiOperationDoc({
     summary: 'Exchange an email and password for a new personal access token (deprecated alias)',
     description:
-      "NervesHub's older name for `POST /api/users/auth`: the same body, answers and rate limit. Use `/api/users/auth`.",
+      "NervesHub's older name for `POST /api/users/auth`: the same body, answers and rate limit, but the token " +
+      "renders NervesHub's shapes (`rendering: nerveshub`: `tags` of devices and scripts as lists), since only " +
+      "NervesHub's clients call this route. Use `/api/users/auth`.",
     data: LoginResultView,
     isPublic: true,
     errors: [400, 401, 413, 422, 429],
@@ -38,6 +40,6 @@ export class AuthController {
   })
   @HttpCode(200)
   loginDeprecated(@Body() body: LoginDto, @Ip() ip: string) {
-    return this.auth.login(body, ip);
+    return this.auth.login(body, ip, 'nerveshub');
   }
 }

@@ -26,6 +26,6 @@ import { TokensService } from './tokens.service';
     RateLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [TokensService, RateLimiter],
+  exports: [TokensService, RateLimiter, AuthService],
 })
 export class AuthModule {}

@@ -5,7 +5,9 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 import { UsersService } from '../users/users.service';
 import type { LoginDto, LoginResultView } from './dto/login.dto';
 import { dummyPasswordHash, verifyPassword } from './password-hasher';
+import type { TokenRendering } from './token-rendering';
 import { TokensService } from './tokens.service';
+import type { User } from '../users/user.entity';
 
 const TOO_MANY_LOGINS = 'too many login attempts, try again later';
 
@@ -18,15 +20,29 @@ export class AuthService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async login(input: LoginDto, sourceAddress: string): Promise<{ data: LoginResultView }> {
+  /**
+   * A new token for the credentials' user. `rendering`: `nerveshub` for NervesHub's own sign-in route
+   * (`POST /api/users/login`), which only NervesHub's clients call.
+   */
+  async login(
+    input: LoginDto,
+    sourceAddress: string,
+    rendering: TokenRendering = 'fleethub',
+  ): Promise<{ data: LoginResultView }> {
+    const user = await this.verifyCredentials(input.email, input.password, sourceAddress);
+    const token = await this.tokens.create(user.id, { note: input.note ?? 'login', rendering });
+    return { data: { username: user.username, email: user.email, name: user.name, token } };
+  }
+
+  /** The user these credentials belong to, under the login rate limits; the contract's 401 otherwise. */
+  async verifyCredentials(email: string, password: string, sourceAddress: string): Promise<User> {
     // Login is strict: per account, and per source address (three times as many), whichever is hit first.
     const limit = this.config.rateLimitLoginPerMin;
     await this.limiter.consume(bucketKey('login-addr', sourceAddress), limit * 3, TOO_MANY_LOGINS);
-    await this.limiter.consume(bucketKey('login-acct', input.email.toLowerCase()), limit, TOO_MANY_LOGINS);
-    const user = await this.users.findByEmail(input.email);
-    const ok = await verifyPassword(input.password, user ? user.passwordHash : await dummyPasswordHash());
+    await this.limiter.consume(bucketKey('login-acct', email.toLowerCase()), limit, TOO_MANY_LOGINS);
+    const user = await this.users.findByEmail(email);
+    const ok = await verifyPassword(password, user ? user.passwordHash : await dummyPasswordHash());
     if (!user || !ok) throw DomainError.unauthenticated();
-    const token = await this.tokens.create(user.id, { note: input.note ?? 'login' });
-    return { data: { username: user.username, email: user.email, name: user.name, token } };
+    return user;
   }
 }

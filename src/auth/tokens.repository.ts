@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Queryable } from '../database/transactions';
 import { TOKEN_BY_HASH, type TokenRow } from './access.queries';
+import type { TokenRendering } from './token-rendering';
 import type { TokenScope } from './token-scope';
 
 /** A token as its owner lists it. */
@@ -10,6 +11,7 @@ export interface ListedTokenRow {
   id: string;
   note: string | null;
   scope: TokenScope;
+  rendering: TokenRendering;
   expires_at: Date | null;
   inserted_at: Date;
   last_used_at: Date | null;
@@ -29,11 +31,14 @@ export class TokensRepository {
     note: string | null,
     scope: TokenScope,
     expiresAt: Date | null,
+    rendering: TokenRendering = 'fleethub',
+    tx: Queryable = this.db,
   ): Promise<ListedTokenRow> {
-    const rows: ListedTokenRow[] = await this.db.query(
-      `INSERT INTO access_tokens (user_id, token_hash, note, scope, expires_at) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, note, scope, expires_at, inserted_at, last_used_at`,
-      [userId, hash, note, scope, expiresAt],
+    const rows: ListedTokenRow[] = await tx.query(
+      `INSERT INTO access_tokens (user_id, token_hash, note, scope, expires_at, rendering)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       RETURNING id, note, scope, rendering, expires_at, inserted_at, last_used_at`,
+      [userId, hash, note, scope, expiresAt, rendering],
     );
     return rows[0];
   }
@@ -41,7 +46,7 @@ export class TokensRepository {
   /** The user's tokens that are not revoked (expired ones included), newest first. */
   listLiveOfUser(userId: string): Promise<ListedTokenRow[]> {
     return this.db.query(
-      `SELECT id, note, scope, expires_at, inserted_at, last_used_at FROM access_tokens
+      `SELECT id, note, scope, rendering, expires_at, inserted_at, last_used_at FROM access_tokens
         WHERE user_id = $1 AND revoked_at IS NULL ORDER BY inserted_at DESC, id DESC`,
       [userId],
     );

@@ -19,6 +19,7 @@ const listed: ListedTokenRow = {
   id: '11',
   note: null,
   scope: 'all',
+  rendering: 'fleethub',
   expires_at: null,
   inserted_at: new Date('2026-01-01T00:00:00Z'),
   last_used_at: null,
@@ -27,6 +28,7 @@ const listed: ListedTokenRow = {
 const tokenRow: TokenRow = {
   token_id: '11',
   scope: 'read',
+  rendering: 'fleethub',
   expires_at: null,
   last_used_at: null,
   user_id: '7',
@@ -72,13 +74,29 @@ describe('TokensService: creating', () => {
     const { service, tokens } = setup();
     const token = await service.create('7', { note: '  my   laptop\n key ' });
     expect(token).toMatch(/^nhu_/);
-    expect(tokens.insert).toHaveBeenCalledWith('7', hashToken(token), 'my laptop key', 'all', null);
+    expect(tokens.insert).toHaveBeenCalledWith(
+      '7',
+      hashToken(token),
+      'my laptop key',
+      'all',
+      null,
+      'fleethub',
+      undefined,
+    );
   });
 
   it('a blank note is no note', async () => {
     const { service, tokens } = setup();
     await service.create('7', { note: '   ' });
-    expect(tokens.insert).toHaveBeenCalledWith('7', expect.any(Buffer), null, 'all', null);
+    expect(tokens.insert).toHaveBeenCalledWith(
+      '7',
+      expect.any(Buffer),
+      null,
+      'all',
+      null,
+      'fleethub',
+      undefined,
+    );
   });
 
   it('for a user: the scope and expiry asked, the token shown once, Location by id', async () => {
@@ -93,6 +111,8 @@ describe('TokensService: creating', () => {
       null,
       'read',
       new Date('2030-01-02T03:04:05Z'),
+      'fleethub',
+      undefined,
     );
     expect(created.location).toBe('/api/users/me/tokens/11');
     expect(created.body.data.token).toMatch(/^nhu_/);
@@ -240,6 +260,7 @@ describe('TokensService: authenticating', () => {
       name: 'Ada',
       tokenId: '11',
       scope: 'read',
+      rendering: 'fleethub',
     });
     expect(ctx.cache.put).toHaveBeenCalledWith(hashToken(token).toString('base64'), 17, found, expires);
   });

@@ -5,7 +5,9 @@ import { Created } from '../common/http/created';
 import { isoOrNull, parseBigId } from '../common/values';
 import { Transactions } from '../database/transactions';
 import { actorOfToken } from './access.queries';
+import type { TokenRendering } from './token-rendering';
 import type { TokenScope } from './token-scope';
+import type { Queryable } from '../database/transactions';
 import { type CreateTokenDto, parseTimestamp, type TokenCreatedView, type TokenView } from './dto/token.dto';
 import { TokenCache } from './token-cache';
 import { type ListedTokenRow, type TokenSelector, TokensRepository } from './tokens.repository';
@@ -18,6 +20,7 @@ export interface NewToken {
   note?: string | null;
   scope?: TokenScope;
   expiresAt?: Date | null;
+  rendering?: TokenRendering;
 }
 
 type RevokeOutcome = 'revoked' | 'already revoked' | 'not found';
@@ -27,6 +30,7 @@ function toView(row: ListedTokenRow): TokenView {
     id: row.id,
     note: row.note,
     scope: row.scope,
+    rendering: row.rendering,
     expires_at: isoOrNull(row.expires_at),
     inserted_at: row.inserted_at.toISOString(),
     last_used_at: isoOrNull(row.last_used_at),
@@ -48,8 +52,9 @@ export class TokensService {
     private readonly cache: TokenCache,
   ) {}
 
-  async create(userId: string, options: NewToken = {}): Promise<string> {
-    return (await this.insert(userId, options)).token;
+  /** A new token of the user (inside `tx` when given: it exists only if that transaction commits). */
+  async create(userId: string, options: NewToken = {}, tx?: Queryable): Promise<string> {
+    return (await this.insert(userId, options, tx)).token;
   }
 
   /** `POST /api/users/me/tokens`: a new token of the caller, shown only in this answer. */
@@ -59,6 +64,7 @@ export class TokensService {
       note: input.note,
       scope: input.scope ?? 'all',
       expiresAt,
+      rendering: input.rendering ?? 'fleethub',
     });
     return new Created(`/api/users/me/tokens/${row.id}`, { data: { ...toView(row), token } });
   }
@@ -107,7 +113,11 @@ export class TokensService {
     return actor;
   }
 
-  private async insert(userId: string, options: NewToken): Promise<{ token: string; row: ListedTokenRow }> {
+  private async insert(
+    userId: string,
+    options: NewToken,
+    tx?: Queryable,
+  ): Promise<{ token: string; row: ListedTokenRow }> {
     const token = generateUserToken();
     const row = await this.tokens.insert(
       userId,
@@ -115,6 +125,8 @@ export class TokensService {
       options.note?.trim().replace(/\s+/g, ' ') || null,
       options.scope ?? 'all',
       options.expiresAt ?? null,
+      options.rendering ?? 'fleethub',
+      tx,
     );
     return { token, row };
   }

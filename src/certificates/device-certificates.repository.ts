@@ -106,6 +106,50 @@ export class DeviceCertificatesRepository {
     return rows[0];
   }
 
+  /** Which devices hold certificates with these public keys (for a bulk import). */
+  holdersOfKeys(
+    publicKeyFingerprints: string[],
+    tx: Queryable,
+  ): Promise<{ key: string; device_id: string }[]> {
+    return tx.query(
+      `SELECT DISTINCT public_key_fingerprint AS key, device_id FROM device_certificates
+        WHERE public_key_fingerprint = ANY($1::varchar[])`,
+      [publicKeyFingerprints],
+    );
+  }
+
+  /** Which of these certificates are registered already (by fingerprint), and for which device. */
+  registered(fingerprints: string[], tx: Queryable): Promise<{ fingerprint: string; device_id: string }[]> {
+    return tx.query(
+      `SELECT fingerprint, device_id FROM device_certificates WHERE fingerprint = ANY($1::varchar[])`,
+      [fingerprints],
+    );
+  }
+
+  /** Inserts many certificates in one statement; those a unique key refuses are skipped. Answers the inserted. */
+  async insertMany(certs: NewDeviceCertificate[], tx: Queryable): Promise<Set<string>> {
+    if (certs.length === 0) return new Set();
+    const rows: { fingerprint: string }[] = await tx.query(
+      `INSERT INTO device_certificates
+         (device_id, serial, aki, ski, not_before, not_after, der, fingerprint, public_key_fingerprint)
+       SELECT * FROM unnest($1::bigint[], $2::varchar[], $3::bytea[], $4::bytea[], $5::timestamptz[],
+                            $6::timestamptz[], $7::bytea[], $8::varchar[], $9::varchar[])
+       ON CONFLICT DO NOTHING RETURNING fingerprint`,
+      [
+        certs.map((c) => c.deviceId),
+        certs.map((c) => c.serial),
+        certs.map((c) => c.aki),
+        certs.map((c) => c.ski),
+        certs.map((c) => c.notBefore),
+        certs.map((c) => c.notAfter),
+        certs.map((c) => c.der),
+        certs.map((c) => c.fingerprint),
+        certs.map((c) => c.publicKeyFingerprint),
+      ],
+    );
+    return new Set(rows.map((row) => row.fingerprint));
+  }
+
   /** Deletes the device's certificate by serial; false when there was none. */
   async deleteBySerial(deviceId: string, serial: string, tx: Queryable): Promise<boolean> {
     const [, deleted]: [unknown, number] = await tx.query(

@@ -6,14 +6,18 @@ import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { isoOrNull } from '../common/values';
-import { Transactions } from '../database/transactions';
+import { type Queryable, Transactions } from '../database/transactions';
 import { DeviceRecordsService } from '../devices/device-records.service';
 import { ProductsService } from '../products/products.service';
 import { CaCertificatesRepository } from './ca-certificates.repository';
 import { CA_OF_ANOTHER_ORG, EXPIRED, KEY_OF_ANOTHER_DEVICE, SUBJECT_NOT_DEVICE } from './certificates.errors';
 import type { CreateDeviceCertificateDto, DeviceCertificateView } from './dto/device-certificate.dto';
-import { type DeviceCertificateRow, DeviceCertificatesRepository } from './device-certificates.repository';
-import { hex, isSerial, readCertificateField } from './x509';
+import {
+  type DeviceCertificateRow,
+  DeviceCertificatesRepository,
+  type NewDeviceCertificate,
+} from './device-certificates.repository';
+import { hex, isSerial, type ParsedCertificate, readCertificateField } from './x509';
 
 function view(row: DeviceCertificateRow): DeviceCertificateView {
   return {
@@ -40,6 +44,9 @@ interface PathDevice {
  * accepts such a certificate as that device. The subject's common name must be the device's identifier, the way
  * the socket derives a device from a certificate.
  */
+/** A bulk import's certificate: registered now, registered already for that device, or refused (why). */
+export type ImportedCertificate = 'added' | 'present' | { refused: string };
+
 @Injectable()
 export class DeviceCertificatesService {
   constructor(
@@ -165,5 +172,77 @@ export class DeviceCertificatesService {
     const device = await this.devices.findInProduct(product.id, path.identifier);
     if (!device) throw DomainError.notFound();
     return device;
+  }
+
+  /**
+   * A bulk import's certificates (`POST .../devices/import`), checked as `create` checks one, set-wise, in `tx`:
+   * each answers `added`, `present` (this certificate is the device's already: the import is idempotent) or the
+   * message of its refusal. Not audited one by one: the import is, as one change.
+   */
+  async importForDevices(
+    orgId: string,
+    items: { deviceId: string; identifier: string; cert: ParsedCertificate }[],
+    tx: Queryable,
+    now = new Date(),
+  ): Promise<ImportedCertificate[]> {
+    const outcomes: (ImportedCertificate | null)[] = items.map(({ identifier, cert }) =>
+      cert.commonName !== identifier
+        ? { refused: SUBJECT_NOT_DEVICE }
+        : cert.notAfter.getTime() < now.getTime()
+          ? { refused: EXPIRED }
+          : null,
+    );
+    const akis = new Map<string, boolean>();
+    for (const { cert } of items) {
+      const key = hex(cert.aki);
+      if (key === null || akis.has(key)) continue;
+      const owners = await this.cas.orgsOfKey(cert.aki!, tx);
+      akis.set(key, owners.length > 0 && !owners.includes(orgId));
+    }
+    const registered = new Map(
+      (
+        await this.certificates.registered(
+          items.map((i) => i.cert.fingerprint),
+          tx,
+        )
+      ).map((r) => [r.fingerprint, r.device_id]),
+    );
+    const holders = new Map<string, Set<string>>();
+    for (const row of await this.certificates.holdersOfKeys(
+      items.map((i) => i.cert.publicKeyFingerprint),
+      tx,
+    )) {
+      holders.set(row.key, (holders.get(row.key) ?? new Set()).add(row.device_id));
+    }
+    const toInsert: NewDeviceCertificate[] = [];
+    items.forEach(({ deviceId, cert }, index) => {
+      if (outcomes[index] !== null) return;
+      const aki = hex(cert.aki);
+      if (aki !== null && akis.get(aki)) outcomes[index] = { refused: CA_OF_ANOTHER_ORG };
+      else if (registered.has(cert.fingerprint)) {
+        outcomes[index] =
+          registered.get(cert.fingerprint) === deviceId ? 'present' : { refused: ALREADY_TAKEN };
+      } else if ([...(holders.get(cert.publicKeyFingerprint) ?? [])].some((holder) => holder !== deviceId)) {
+        outcomes[index] = { refused: KEY_OF_ANOTHER_DEVICE };
+      } else {
+        toInsert.push({
+          deviceId,
+          serial: cert.serial,
+          aki: cert.aki,
+          ski: cert.ski,
+          notBefore: cert.notBefore,
+          notAfter: cert.notAfter,
+          der: cert.der,
+          fingerprint: cert.fingerprint,
+          publicKeyFingerprint: cert.publicKeyFingerprint,
+        });
+      }
+    });
+    const inserted = await this.certificates.insertMany(toInsert, tx);
+    return outcomes.map(
+      (outcome, index) =>
+        outcome ??
+        (inserted.has(items[index].cert.fingerprint) ? 'added' : { refused: `serial ${ALREADY_TAKEN}` }),
+    );
   }
 }

@@ -1,4 +1,5 @@
 import { Command, Option, SubCommand } from 'nest-commander';
+import { TOKEN_RENDERINGS, type TokenRendering } from '../auth/token-rendering';
 import type { TokenScope } from '../auth/token-scope';
 import { TokensService } from '../auth/tokens.service';
 import { isRole } from '../common/auth/roles';
@@ -151,6 +152,7 @@ interface TokensCreateOptions {
   note?: string;
   scope?: string;
   expiresInDays?: string;
+  rendering?: string;
 }
 
 @SubCommand({
@@ -169,6 +171,9 @@ export class TokensCreateCommand extends CliCommand<TokensCreateOptions> {
     const email = this.required(o.email, '--email');
     const scope = (o.scope ?? 'all') as TokenScope;
     if (scope !== 'all' && scope !== 'read') throw new UsageError('--scope must be all or read');
+    const rendering = (o.rendering ?? 'fleethub') as TokenRendering;
+    if (!TOKEN_RENDERINGS.includes(rendering))
+      throw new UsageError('--rendering must be fleethub or nerveshub');
     let expiresAt: Date | null = null;
     if (o.expiresInDays !== undefined) {
       if (!/^\d{1,5}$/.test(o.expiresInDays) || Number(o.expiresInDays) < 1) {
@@ -178,9 +183,10 @@ export class TokensCreateCommand extends CliCommand<TokensCreateOptions> {
     }
     const user = await this.users.findByEmail(email);
     if (!user) throw DomainError.invalidField('email', 'does not belong to a registered user');
-    const token = await this.tokens.create(user.id, { note: o.note ?? null, scope, expiresAt });
+    const token = await this.tokens.create(user.id, { note: o.note ?? null, scope, expiresAt, rendering });
+    const expiry = expiresAt ? `, expires ${expiresAt.toISOString()}` : '';
     process.stderr.write(
-      `token for ${user.email} (scope ${scope}${expiresAt ? `, expires ${expiresAt.toISOString()}` : ''}); it is shown only once:\n`,
+      `token for ${user.email} (scope ${scope}, rendering ${rendering}${expiry}); it is shown only once:\n`,
     );
     this.print(token);
   }
@@ -199,6 +205,13 @@ export class TokensCreateCommand extends CliCommand<TokensCreateOptions> {
   }
   @Option({ flags: '--expires-in-days <days>', description: 'Expire after this many days' })
   parseExpiresInDays(value: string): string {
+    return value;
+  }
+  @Option({
+    flags: '--rendering <rendering>',
+    description: "fleethub (default) or nerveshub: NervesHub's shapes (tags as lists), for NervesHub's CLI",
+  })
+  parseRendering(value: string): string {
     return value;
   }
 }

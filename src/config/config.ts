@@ -44,6 +44,8 @@ export interface AppConfig {
    * in a header, with a shared secret proving that the proxy sent it. Null: off.
    */
   deviceCertProxy: DeviceCertProxyConfig | null;
+  /** Outgoing mail (invitations): null, none is sent. */
+  smtp: SmtpConfig | null;
 }
 
 export interface TelemetryConfig {
@@ -72,6 +74,13 @@ export interface DeviceCertProxyConfig {
   secret: string;
   /** Lower-case name of the header carrying the client certificate (URL-encoded PEM, PEM, or base64 DER). */
   header: string;
+}
+
+export interface SmtpConfig {
+  /** `smtp://` or `smtps://`, with credentials when the server needs them (FLEETHUB_SMTP_URL). */
+  url: string;
+  /** The From header (FLEETHUB_SMTP_FROM; default `fleethub <no-reply@public host>`). */
+  from: string;
 }
 
 export type StorageConfig = { kind: 'local' } | S3StorageConfig;
@@ -214,6 +223,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   };
   const deviceTls = deviceTlsConfig(env, port, problems);
   const deviceCertProxy = deviceCertProxyConfig(env, problems);
+  const smtp = smtpConfig(env, publicUrl, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -236,7 +246,29 @@ export function loadConfig(env: Env = process.env): AppConfig {
     telemetry,
     deviceTls,
     deviceCertProxy,
+    smtp,
   };
+}
+
+function smtpConfig(env: Env, publicUrl: string, problems: string[]): SmtpConfig | null {
+  const url = present(env, 'FLEETHUB_SMTP_URL');
+  if (url === undefined) return null;
+  try {
+    const protocol = new URL(url).protocol;
+    if (protocol !== 'smtp:' && protocol !== 'smtps:') {
+      problems.push('FLEETHUB_SMTP_URL must be an smtp:// or smtps:// URL');
+    }
+  } catch {
+    // Not echoed: the URL may hold the SMTP password.
+    problems.push('FLEETHUB_SMTP_URL is not a valid URL');
+  }
+  let host = 'localhost';
+  try {
+    host = new URL(publicUrl).hostname || host;
+  } catch {
+    // FLEETHUB_PUBLIC_URL's own problem is reported already.
+  }
+  return { url, from: present(env, 'FLEETHUB_SMTP_FROM') ?? `fleethub <no-reply@${host}>` };
 }
 
 /** Reads a PEM file for the configuration, or says why it cannot. */

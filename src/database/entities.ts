@@ -1,3 +1,6 @@
+import { DeviceImport } from '../devices/device-import.entity';
+import { OrgInvitation } from '../invitations/invitation.entity';
+import { CliSession } from '../cli-sessions/cli-session.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { CaCertificate } from '../certificates/ca-certificate.entity';
@@ -54,4 +57,7 @@ export const ENTITIES = [
   DeviceCertificate,
   NetworkIdentity,
   DeviceHealth,
+  CliSession,
+  OrgInvitation,
+  DeviceImport,
 ];

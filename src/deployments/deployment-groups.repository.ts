@@ -363,6 +363,15 @@ export class DeploymentGroupsRepository {
     return rows[0] ?? null;
   }
 
+  /** Takes the device out of its deployment group (it is moving to another product); the group it left. */
+  async removeDevice(deviceId: string, tx: Queryable): Promise<string | null> {
+    const [rows]: [{ deployment_group_id: string }[], number] = await tx.query(
+      `DELETE FROM deployment_group_members WHERE device_id = $1 RETURNING deployment_group_id`,
+      [deviceId],
+    );
+    return rows[0]?.deployment_group_id ?? null;
+  }
+
   /**
    * Moves the device from group `from` to group `to` (either null), unless its membership changed meanwhile
    * (compare-and-set), in one statement. It takes the shared side of the product's membership lock before it

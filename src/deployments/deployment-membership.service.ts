@@ -106,6 +106,11 @@ export class DeploymentMembershipService {
     return { left, joined };
   }
 
+  /** A device moving to another product leaves its group (in `tx`, the move's); the group it left, if any. */
+  leaveForMove(deviceId: string, tx: Queryable): Promise<string | null> {
+    return this.groups.removeDevice(deviceId, tx);
+  }
+
   /**
    * After one device's join (its firmware may have changed) or tag change: one read, and one write only when
    * its group changes. Answers the device's group id.

@@ -6,7 +6,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config';
 
 /** What a sub-key is for; each purpose gets its own key, so that one use cannot stand in for another. */
 export type ServerKeyPurpose =
-  'encrypt-shared-secrets' | 'sign-download-urls' | 'sign-ca-verification-tokens';
+  'encrypt-shared-secrets' | 'sign-download-urls' | 'sign-ca-verification-tokens' | 'sign-invitation-links';
 
 export const SECRET_KEY_FILE = 'secret_key';
 const MIN_KEY_LENGTH = 32;

@@ -13,6 +13,8 @@ import {
   HttpCode,
   Header,
 } from '@nestjs/common';
+import { RendersNervesHubTags } from '../common/http/nerveshub-rendering';
+import { MoveDeviceDto } from './dto/move-device.dto';
 import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { RawQuery } from '../common/http/pagination';
@@ -108,6 +110,7 @@ const DeviceListQueryDocs = () =>
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @ApiParam({ name: 'product_name', description: 'Product name' })
 @Controller('api/orgs/:org_name/products/:product_name/devices')
+@RendersNervesHubTags()
 export class DevicesController {
   constructor(private readonly devices: DevicesService) {}
 
@@ -268,6 +271,29 @@ export class DevicesController {
     return this.devices.put(access, product, id, body);
   }
 
+  @Post(':identifier/move')
+  @Route('devices.move')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: "Move a device to another organization's product",
+    description:
+      "NervesHub's route. The caller must manage the device's organization and `new_org_name` (not a member " +
+      'there, or no such organization or product: 404; a lower role: 403). The device keeps its identity, ' +
+      'certificates and secrets, leaves its deployment group and any undelivered update, and is asked to ' +
+      'reconnect. Audited in both organizations. Answers the device record.',
+    data: DeviceView,
+    errors: [400, 413, 422],
+  })
+  @HttpCode(200)
+  move(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: MoveDeviceDto,
+  ) {
+    return this.devices.move(access, product, id, body);
+  }
+
   @Post(':identifier/reboot')
   @Route('devices.reboot')
   @ApiParam({ name: 'identifier' })
@@ -362,6 +388,7 @@ export class DevicesController {
 @ApiTags('Devices (short URL)')
 @ApiParam({ name: 'identifier', description: 'Device identifier (unique across the server)' })
 @Controller('api/devices/:identifier')
+@RendersNervesHubTags()
 export class DevicesShortController {
   constructor(private readonly devices: DevicesService) {}
 
@@ -401,6 +428,19 @@ export class DevicesShortController {
   @HttpCode(204)
   code(@CurrentAccess() access: DeviceAccess, @Body() body: ConsoleCodeDto) {
     return this.devices.sendConsoleCode(access, body);
+  }
+
+  @Post('move')
+  @Route('devices.short.move')
+  @ApiOperationDoc({
+    summary: "Move a device to another organization's product (short URL)",
+    description: "NervesHub's route; same rules as the nested move call.",
+    data: DeviceView,
+    errors: [400, 413, 422],
+  })
+  @HttpCode(200)
+  move(@CurrentAccess() access: DeviceAccess, @Body() body: MoveDeviceDto) {
+    return this.devices.moveById(access, body);
   }
 
   @Post('reboot')

@@ -8,3 +8,6 @@ export const DEVICE_NOT_CONNECTED = 'device is not connected';
 
 /** A device's identifier is its name on the socket and in its certificates: set once, at creation. */
 export const IDENTIFIER_IMMUTABLE = 'cannot be changed';
+
+/** 422 on move: the target is where the device is. */
+export const ALREADY_THE_PRODUCT = "is the device's product already";

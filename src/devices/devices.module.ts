@@ -1,3 +1,8 @@
+import { DeviceImportsController } from './device-imports.controller';
+import { DeviceImportsRepository } from './device-imports.repository';
+import { DeviceImportsService } from './device-imports.service';
+import { IrohModule } from '../iroh/iroh.module';
+import { OrgsModule } from '../orgs/orgs.module';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
 import { CertificatesModule } from '../certificates/certificates.module';
@@ -20,9 +25,12 @@ import { DevicesService } from './devices.service';
     ScriptsModule,
     // DeviceCertificatesService: whose certificate a `POST .../devices/auth` presents.
     CertificatesModule,
+    // Move: the target organization and the caller's role there, the device's network identities.
+    OrgsModule,
+    IrohModule,
   ],
-  controllers: [DevicesController, DevicesShortController],
-  providers: [DevicesService],
+  controllers: [DevicesController, DevicesShortController, DeviceImportsController],
+  providers: [DevicesService, DeviceImportsRepository, DeviceImportsService],
   exports: [DevicesService],
 })
 export class DevicesModule {}

@@ -196,6 +196,18 @@ export class DevicesRepository {
     return Boolean(result.affected);
   }
 
+  /**
+   * Moves the device to another product and organization, if it is still in `fromProductId` (compare-and-set
+   * against a concurrent move). The counters' triggers follow `product_id`.
+   */
+  async move(deviceId: string, fromProductId: string, orgId: string, productId: string, tx: Queryable) {
+    const [, moved] = await tx.query<[unknown, number]>(
+      `UPDATE devices SET org_id = $3, product_id = $4, updated_at = now() WHERE id = $1 AND product_id = $2`,
+      [deviceId, fromProductId, orgId, productId],
+    );
+    return moved === 1;
+  }
+
   /** Turns the device's automatic updates off (a manual upgrade). */
   async disableUpdates(deviceId: string, tx: Queryable): Promise<void> {
     await tx.query(`UPDATE devices SET updates_enabled = false WHERE id = $1 AND updates_enabled`, [

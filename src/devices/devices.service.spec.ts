@@ -1,4 +1,8 @@
 import type { DeploymentMembershipService } from '../deployments/deployment-membership.service';
+import type { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
+import type { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
+import type { MembershipsRepository } from '../orgs/memberships.repository';
+import type { OrgsService } from '../orgs/orgs.service';
 import {
   deviceAccess,
   expectConflict,
@@ -86,6 +90,10 @@ function setup() {
     fake<AuditService>(audit),
     fake<DeploymentMembershipService>(membership),
     fake<DeviceCertificatesService>({}),
+    fake<OrgsService>({}),
+    fake<MembershipsRepository>({}),
+    fake<PendingUpdatesRepository>({}),
+    fake<IrohEndpointsRepository>({}),
   );
   return {
     service,

@@ -23,8 +23,19 @@ import {
   UpdateNotifier,
 } from './device-console';
 import type { DeviceListQuery } from './device-list.query';
+import type { MoveDeviceDto } from './dto/move-device.dto';
+import { roleSatisfies } from '../common/auth/roles';
+import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
+import { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
+import { MembershipsRepository } from '../orgs/memberships.repository';
+import { OrgsService } from '../orgs/orgs.service';
 import { deviceView } from './device-view';
-import { DEVICE_NOT_CONNECTED, IDENTIFIER_IMMUTABLE, UNKNOWN_FIRMWARE } from './devices.errors';
+import {
+  ALREADY_THE_PRODUCT,
+  DEVICE_NOT_CONNECTED,
+  IDENTIFIER_IMMUTABLE,
+  UNKNOWN_FIRMWARE,
+} from './devices.errors';
 import { parseExtensionSettings } from '../common/extensions/extension-settings';
 import { type DeviceChanges, DevicesRepository } from './devices.repository';
 import type {
@@ -51,6 +62,10 @@ export class DevicesService {
     private readonly audit: AuditService,
     private readonly membership: DeploymentMembershipService,
     private readonly certificates: DeviceCertificatesService,
+    private readonly orgs: OrgsService,
+    private readonly memberships: MembershipsRepository,
+    private readonly pendingUpdates: PendingUpdatesRepository,
+    private readonly irohEndpoints: IrohEndpointsRepository,
   ) {}
 
   async create(
@@ -239,6 +254,74 @@ export class DevicesService {
 
   async commandById(access: DeviceAccess, command: DeviceCommand): Promise<void> {
     await this.runCommand(access, access.deviceId, null, command);
+  }
+
+  /**
+   * NervesHub's `POST .../devices/{identifier}/move`: the device goes to another organization's product, keeping
+   * its identity, certificates and secrets; it leaves its deployment group and any update not yet delivered (they
+   * were the old product's firmware), and its network identities follow it. The caller must manage both
+   * organizations: not a member of the target (or no such organization or product) is the constant 404, a lower
+   * role the 403. Audited in both organizations; the device's socket is closed so that it reconnects under the
+   * new product. Answers the device record.
+   */
+  async move(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    dto: MoveDeviceDto,
+  ): Promise<{ data: DeviceView }> {
+    const product = await this.products.findInOrg(access, productName);
+    const device = await this.devices.findByIdentifier(product.id, identifier);
+    if (!device) throw DomainError.notFound();
+    return this.moveDevice(access, device.id, identifier, product, dto);
+  }
+
+  async moveById(access: DeviceAccess, dto: MoveDeviceDto): Promise<{ data: DeviceView }> {
+    const row = await this.devices.findRowById(access.deviceId);
+    if (!row) throw DomainError.notFound();
+    const from = { id: access.productId, name: row.product_name };
+    return this.moveDevice(access, access.deviceId, row.identifier, from, dto);
+  }
+
+  private async moveDevice(
+    access: OrgAccess,
+    deviceId: string,
+    identifier: string,
+    from: { id: string; name: string },
+    dto: MoveDeviceDto,
+  ): Promise<{ data: DeviceView }> {
+    const org = await this.orgs.findByName(dto.new_org_name);
+    const role = org ? await this.memberships.findRole(org.id, access.actor.userId) : null;
+    if (!org || !role) throw DomainError.notFound();
+    if (!roleSatisfies(role, 'manage')) throw DomainError.roleTooLow();
+    const target = await this.products.findByName(org.id, dto.new_product_name);
+    if (!target) throw DomainError.notFound();
+    if (target.id === from.id) throw DomainError.invalidField('new_product_name', ALREADY_THE_PRODUCT);
+    const details = {
+      from: { org: access.orgName, product: from.name },
+      to: { org: org.name, product: target.name },
+    };
+    await this.transactions.run(async (tx) => {
+      if (!(await this.devices.move(deviceId, from.id, org.id, target.id, tx))) throw DomainError.notFound();
+      await this.membership.leaveForMove(deviceId, tx);
+      await this.pendingUpdates.deleteForDevice(deviceId, tx);
+      await this.irohEndpoints.moveDeviceEndpoints(deviceId, org.id, tx);
+      for (const orgId of new Set([access.orgId, org.id])) {
+        await this.audit.record(tx, {
+          orgId,
+          actor: access.actor,
+          action: 'device.move',
+          targetType: 'device',
+          targetId: identifier,
+          details,
+        });
+      }
+    });
+    // It reconnects and joins under its new product; a device that is offline will when it comes back.
+    await this.commands.run(deviceId, 'reconnect');
+    const row = await this.devices.findRowById(deviceId);
+    if (!row) throw DomainError.notFound();
+    return { data: deviceView(row) };
   }
 
   /** `DELETE .../penalty`: out of the deployment penalty box, automatic updates on again (audited). */

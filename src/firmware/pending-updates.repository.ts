@@ -84,6 +84,11 @@ export class PendingUpdatesRepository {
     ]);
   }
 
+  /** Deletes the device's pending update, whatever its firmware (the device moves to another product). */
+  async deleteForDevice(deviceId: string, tx: Queryable): Promise<void> {
+    await tx.query(`DELETE FROM pending_updates WHERE device_id = $1`, [deviceId]);
+  }
+
   /** Deletes the device's pending update to `firmwareId` (the device runs it). */
   async deleteForFirmware(deviceId: string, firmwareId: string): Promise<void> {
     await this.db.query(`DELETE FROM pending_updates WHERE device_id = $1 AND firmware_id = $2`, [

@@ -113,6 +113,14 @@ export class IrohEndpointsRepository {
     );
   }
 
+  /** A device's endpoints follow it to another organization (NervesHub: they name the device's organization). */
+  async moveDeviceEndpoints(deviceId: string, orgId: string, tx: Queryable): Promise<void> {
+    await tx.query(`UPDATE iroh_endpoints SET org_id = $2 WHERE device_id = $1 AND org_id <> $2`, [
+      deviceId,
+      orgId,
+    ]);
+  }
+
   /** The row holding the key, locked until the transaction ends. */
   async lockHolder(identifier: string, tx: Queryable): Promise<HolderRow | undefined> {
     const [holder]: HolderRow[] = await tx.query(

@@ -54,6 +54,15 @@ export class MembershipsRepository {
     );
   }
 
+  /** The user's role in the organization, or null when not a member. */
+  async findRole(orgId: string, userId: string, tx: Queryable = this.db): Promise<Role | null> {
+    const rows: { role: Role }[] = await tx.query(
+      `SELECT role FROM org_memberships WHERE org_id = $1 AND user_id = $2`,
+      [orgId, userId],
+    );
+    return rows[0]?.role ?? null;
+  }
+
   /** The member with this (normalised) email, or null. */
   async findMember(orgId: string, email: string): Promise<MemberRow | null> {
     const rows: MemberRow[] = await this.db.query(

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Put, Query, HttpCode } from '@nestjs/common';
+import { RendersNervesHubTags } from '../common/http/nerveshub-rendering';
 import { SetsLocation } from '../common/http/created';
 import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
@@ -19,6 +20,7 @@ const UPDATE_DOC = {
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @ApiParam({ name: 'product_name', description: 'Product name' })
 @Controller('api/orgs/:org_name/products/:product_name/scripts')
+@RendersNervesHubTags()
 export class ScriptsController {
   constructor(private readonly scripts: ScriptsService) {}
 

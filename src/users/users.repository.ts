@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Queryable } from '../database/transactions';
+import type { Queryable, Tx } from '../database/transactions';
 import { User } from './user.entity';
 
 /** A user as other features read it (members, iroh owners): id, email and display name. */
@@ -16,8 +16,8 @@ export interface UserSummary {
 export class UsersRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  insert(user: Pick<User, 'email' | 'username' | 'name' | 'passwordHash'>): Promise<User> {
-    const repo = this.db.getRepository(User);
+  insert(user: Pick<User, 'email' | 'username' | 'name' | 'passwordHash'>, tx?: Tx): Promise<User> {
+    const repo = (tx ?? this.db).getRepository(User);
     return repo.save(repo.create(user));
   }
 

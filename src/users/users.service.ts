@@ -4,6 +4,7 @@ import type { Actor } from '../common/auth/actor';
 import { DomainError, type FieldErrors } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
+import type { Tx } from '../database/transactions';
 import type { UserView } from './dto/user.view';
 import { User } from './user.entity';
 import { EMAIL_PATTERN, USERNAME_PATTERN, normaliseEmail } from './user-fields';
@@ -24,7 +25,8 @@ export class UsersService {
     return { data: { username: actor.username, email: actor.email, name: actor.name } };
   }
 
-  async create(input: NewUser): Promise<User> {
+  /** A new user (inside `tx` when given: the account exists only if that transaction commits). */
+  async create(input: NewUser, tx?: Tx): Promise<User> {
     const email = normaliseEmail(input.email);
     const username = input.username.trim();
     const name = input.name?.trim() || username;
@@ -41,7 +43,7 @@ export class UsersService {
 
     const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
     try {
-      return await this.users.insert({ email, username, name, passwordHash });
+      return await this.users.insert({ email, username, name, passwordHash }, tx);
     } catch (err) {
       if (isUniqueViolation(err)) {
         const taken = await this.users.findByEmail(email);

@@ -1,6 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { CustomField, EnumField, StringField } from '../../common/validation/fields';
+import { TOKEN_RENDERINGS, type TokenRendering } from '../token-rendering';
 import { TOKEN_SCOPES, type TokenScope } from '../token-scope';
 
 const TIMESTAMP =
@@ -67,6 +68,17 @@ export class CreateTokenDto {
   })
   scope?: TokenScope | null;
 
+  @EnumField(TOKEN_RENDERINGS, {
+    doc: {
+      description:
+        "`fleethub` (the default): answers as the spec renders them. `nerveshub`: NervesHub's shapes where they " +
+        "differ (`tags` of devices and scripts as lists), for NervesHub's own clients such as its CLI",
+      example: 'nerveshub',
+      nullable: true,
+    },
+  })
+  rendering?: TokenRendering | null;
+
   @ExpiresAtField()
   expires_at?: string | null;
 }
@@ -76,6 +88,13 @@ export class TokenView {
   @ApiProperty({ example: '42', description: 'The id to revoke it by' }) id: string;
   @ApiProperty({ type: String, nullable: true, example: 'ci' }) note: string | null;
   @ApiProperty({ enum: TOKEN_SCOPES, example: 'all' }) scope: TokenScope;
+  @ApiProperty({
+    enum: TOKEN_RENDERINGS,
+    example: 'fleethub',
+    description:
+      "How answers to this token render: the spec's shapes (`fleethub`) or NervesHub's (`nerveshub`: `tags` as lists)",
+  })
+  rendering: TokenRendering;
 
   @ApiProperty({
     type: String,

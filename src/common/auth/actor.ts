@@ -1,3 +1,4 @@
+import type { TokenRendering } from '../../auth/token-rendering';
 import type { TokenScope } from '../../auth/token-scope';
 import type { ProductRecord } from '../../products/product-record';
 import type { Role } from './roles';
@@ -10,6 +11,8 @@ export interface Actor {
   name: string;
   tokenId: string;
   scope: TokenScope;
+  /** How answers render where the spec and NervesHub differ (absent: `fleethub`). */
+  rendering?: TokenRendering;
   /** The request this actor is acting in (`x-request-id`), recorded in the audit log. */
   requestId?: string;
 }

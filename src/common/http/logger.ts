@@ -56,14 +56,20 @@ export function serializeError(value: unknown, depth = 0): Record<string, unknow
   return fields;
 }
 
-/** The request as log lines name it: method, route template when a route matched, path without the query. */
+/** Paths whose segment after the prefix is a credential (CLI sign-in sessions, invitation links). */
+const CREDENTIAL_PATH = /^(\/auth\/cli\/|\/api\/auth\/cli_session\/|\/invitations\/)[^/]+/;
+
+/**
+ * The request as log lines name it: method, route template when a route matched, path without the query (and
+ * without the credential of a CLI sign-in or invitation link).
+ */
 function describeRequest(req: IdentifiedRequest): { method: string; route?: string; path: string } {
   const route = (req.route as { path?: unknown } | undefined)?.path;
   return {
     method: req.method,
     // Nest answers unknown paths from a catch-all route (`/{*path}`): no route of the API has a wildcard.
     ...(typeof route === 'string' && !route.includes('*') ? { route: `${req.baseUrl}${route}` } : {}),
-    path: (req.originalUrl ?? req.url).split('?')[0],
+    path: (req.originalUrl ?? req.url).split('?')[0].replace(CREDENTIAL_PATH, '$1[redacted]'),
   };
 }
 

@@ -8,6 +8,7 @@ import type { AppConfig } from '../../config/config';
 import { errorBody } from '../errors/error-body';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
+import { PAGE_STYLE_SOURCE } from './html-page';
 import type { AppLogger } from './logger';
 
 /** Headers must arrive within this; a whole request (a firmware upload included) within REQUEST_TIMEOUT_MS. */
@@ -64,9 +65,32 @@ const DOCS = helmetHeaders({
   },
 });
 
-/** helmet's headers everywhere; a Content-Security-Policy that Swagger UI can live with under /api/docs. */
+// The server-rendered pages (CLI sign-in, invitations): their one inline stylesheet by hash, forms posting back.
+const PAGES = helmetHeaders({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      styleSrc: [PAGE_STYLE_SOURCE],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+  },
+});
+const PAGE_PATH = /^\/(auth\/cli|invitations)\//;
+
+/**
+ * helmet's headers everywhere; a Content-Security-Policy that Swagger UI can live with under /api/docs, and one
+ * for the server-rendered pages.
+ */
 export function setSecurityHeaders(req: Request, res: Response): void {
-  const headers = req.url.startsWith('/api/docs') && DOCS_PATH.test(req.path) ? DOCS : STRICT;
+  const headers =
+    req.url.startsWith('/api/docs') && DOCS_PATH.test(req.path)
+      ? DOCS
+      : !req.url.startsWith('/api/') && PAGE_PATH.test(req.path)
+        ? PAGES
+        : STRICT;
   for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
 }
 
