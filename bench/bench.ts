@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -758,9 +758,46 @@ async function main(): Promise<void> {
       }
     }
 
+    // --merge (with --only): the sections this run did not measure are the last written run's, named as such.
+    const merged: string[] = [];
+    let mergedDate: string | null = null;
+    if (flag('merge')) {
+      const previous = JSON.parse(await readFile(join(ROOT, 'bench/benchmarks.json'), 'utf8')) as Report;
+      if (previous.mode !== MODE)
+        throw new Error(`--merge: the last run was ${previous.mode}, this one ${MODE}`);
+      mergedDate = previous.date;
+      if (results.length === 0 && previous.scenarios.length > 0) {
+        results.push(...previous.scenarios);
+        merged.push('HTTP scenarios');
+      }
+      if (!upload && previous.upload) {
+        upload = previous.upload;
+        merged.push('firmware upload');
+      }
+      if (!downloads && previous.downloads) {
+        downloads = previous.downloads;
+        merged.push('firmware downloads');
+      }
+      if (!sockets && previous.device_sockets) {
+        sockets = previous.device_sockets;
+        merged.push('device sockets');
+      }
+      if (previous.deployments) {
+        deployments ??= { rollouts: [], membership: null };
+        if (deployments.rollouts.length === 0 && previous.deployments.rollouts.length > 0) {
+          deployments.rollouts = previous.deployments.rollouts;
+          merged.push('deployment rollouts');
+        }
+        if (!deployments.membership && previous.deployments.membership) {
+          deployments.membership = previous.deployments.membership;
+          merged.push('deployment membership');
+        }
+      }
+    }
     const goals = goalsOf(results, upload, sockets?.runs ?? [], deployments, downloads);
     const cpus = os.cpus();
     const report: Report = {
+      ...(merged.length > 0 && { merged_from: { date: mergedDate ?? '', sections: merged } }),
       generated_by: 'bench/bench.ts',
       mode: MODE,
       date: new Date().toISOString(),

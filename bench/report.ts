@@ -103,6 +103,8 @@ export interface Report {
   /** Issue #15's rollout and membership scenarios; null: not run (--no-deployments, --only). */
   deployments?: DeploymentResults | null;
   duration_s: number;
+  /** `--merge`: these sections are the earlier run's of `date`, not this run's. */
+  merged_from?: { date: string; sections: string[] };
 }
 
 const fmt = (n: number | string | null | undefined) => (n === undefined || n === null ? '–' : String(n));
@@ -130,6 +132,11 @@ export function renderMarkdown(r: Report): string {
   lines.push('| | |');
   lines.push('| --- | --- |');
   lines.push(`| Date | ${r.date} |`);
+  if (r.merged_from) {
+    lines.push(
+      `| Earlier run | ${r.merged_from.sections.join(', ')}: from the run of ${r.merged_from.date} (this run measured the rest; \`--merge\`) |`,
+    );
+  }
   lines.push(`| Mode | ${r.mode} |`);
   lines.push(`| CPU | ${m.cpu} |`);
   lines.push(`| Cores | ${m.cores} |`);
@@ -248,6 +255,7 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push(
     '#          --socket-devices=N  --socket-storm=N  --socket-upgrades=N  --socket-runs=N  --upload-mib=N  --no-write  --keep-db',
+    '#          --merge (with --only: the other sections are kept from the last written run, and named so)',
   );
   lines.push('#          --only=downloads  --no-downloads  --download-count=N  --download-mib=N');
   lines.push(
