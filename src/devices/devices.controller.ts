@@ -1,4 +1,4 @@
-import { HealthFilterDocs } from '../telemetry/health-filters';
+import { HealthFilterDocs } from '../telemetry/health-filter-docs';
 import {
   applyDecorators,
   Body,

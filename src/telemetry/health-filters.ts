@@ -1,8 +1,6 @@
-import { applyDecorators } from '@nestjs/common';
-import { ApiQuery } from '@nestjs/swagger';
 import { DomainError } from '../common/errors/domain-error';
 import type { RawQuery } from '../common/http/page-request';
-import { FLEET_METRICS, type FleetMetric, HEALTH_STATUSES, type HealthStatus } from './device-health.entity';
+import { FLEET_METRICS, type FleetMetric, HEALTH_STATUSES, type HealthStatus } from './health-values';
 
 /** The device list's health filters (NervesHub's names). */
 export const HEALTH_FILTERS = [
@@ -81,36 +79,4 @@ export function healthFilterSql(filters: HealthFilters, param: (value: unknown) 
     conditions.push(exists(`h.${key} ${operator === 'gt' ? '>' : '<'} ${param(threshold)}::float8`));
   }
   return conditions;
-}
-
-/** The OpenAPI parameters of the health filters (on the device list). */
-export function HealthFilterDocs(): MethodDecorator {
-  return applyDecorators(
-    ApiQuery({
-      name: 'filters[alarm_status]',
-      required: false,
-      description: 'Devices whose latest health report has an active alarm (`with`), or none (`without`)',
-      schema: { type: 'string', enum: ['with', 'without'] },
-    }),
-    ApiQuery({
-      name: 'filters[health_status]',
-      required: false,
-      description: 'The status of the latest health report (`unknown`: none, or no known metric)',
-      schema: { type: 'string', enum: [...HEALTH_STATUSES] },
-    }),
-    ApiQuery({
-      name: 'filters[metrics_key]',
-      required: false,
-      description:
-        'With `filters[metrics_value]`: devices whose latest report has this metric above (or below) it',
-      schema: { type: 'string', enum: [...FLEET_METRICS] },
-    }),
-    ApiQuery({
-      name: 'filters[metrics_operator]',
-      required: false,
-      description: '`gt` (above, the default) or `lt` (below)',
-      schema: { type: 'string', enum: ['gt', 'lt'] },
-    }),
-    ApiQuery({ name: 'filters[metrics_value]', required: false, schema: { type: 'number' } }),
-  );
 }

@@ -42,7 +42,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if ((code.startsWith('08') && code !== '08P01') || code === '57P01' || code === '57P02' || code === '57P03')
     return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)|Query runner already released/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)|Query runner already released|query runner was already released/i.test(
     message,
   );
 }
