@@ -170,7 +170,9 @@ export class DeviceRelay {
       await conn.enqueue(() => this.device.deliverUpdate(conn));
       return;
     }
-    if (!this.peers.alone) await this.bus.publish(deviceId, { kind: 'update' });
+    // A socket here still joining (its join read the pending update before this change) gets the message too: it
+    // comes back to this instance once the join is done. Alone and without a socket, nobody would read it.
+    if (conn || !this.peers.alone) await this.bus.publish(deviceId, { kind: 'update' });
   }
 
   /**
