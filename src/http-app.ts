@@ -5,7 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { toDomainError } from './common/errors/all-exceptions.filter';
 import { ConnectionDrain } from './common/http/connection-drain';
 import { replyJsonDirectly } from './common/http/json-reply';
-import { LARGE_JSON_PATH } from './common/http/large-json-body';
+import { LARGE_JSON_PATH, MAX_LARGE_JSON_BYTES, readLargeJson } from './common/http/large-json-body';
 import { AppLogger } from './common/http/logger';
 import { assignRequestId } from './common/http/request-id';
 import {
@@ -68,9 +68,16 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
   // Body-parser failures become the contract's errors here, before Nest maps them to its own. A request
   // without a body (no Content-Length, no Transfer-Encoding: most of them) skips the parser, as it would itself.
   app.use((req: Request, res: Response, next: NextFunction) => {
-    // A bulk import reads its (large) body itself.
+    // A bulk import's body is large: read here with its own size limit and the same depth limit, before
+    // anything else, as every body is.
     if (req.method === 'POST' && LARGE_JSON_PATH.test(req.path)) {
-      next();
+      readLargeJson(req, MAX_LARGE_JSON_BYTES).then(
+        (body) => {
+          req.body = body;
+          next();
+        },
+        (err: unknown) => next(err),
+      );
       return;
     }
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {

@@ -4,9 +4,8 @@ import type { Request } from 'express';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { SetsLocation } from '../common/http/created';
-import { readLargeJson } from '../common/http/large-json-body';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { MAX_IMPORT_BYTES, MAX_IMPORT_ENTRIES, DeviceImportsService } from './device-imports.service';
+import { MAX_IMPORT_ENTRIES, DeviceImportsService } from './device-imports.service';
 import { DeviceImportView } from './dto/device-import.dto';
 
 @ApiTags('Devices')
@@ -59,7 +58,7 @@ export class DeviceImportsController {
     @Headers('tags') tags: string | undefined,
     @Req() req: Request,
   ) {
-    return this.imports.start(access, product, await readLargeJson(req, MAX_IMPORT_BYTES), format, tags);
+    return this.imports.start(access, product, req.body as unknown, format, tags);
   }
 
   @Get('device_imports/:id')

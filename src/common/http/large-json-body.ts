@@ -1,6 +1,10 @@
 import type { Request } from 'express';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
+import { MAX_JSON_DEPTH, jsonTextProblem, rawBodyShapeError } from '../validation/json-limits';
+
+/** The largest body LARGE_JSON_PATH takes (a Trust&GO manifest of 10,000 devices is about 9.4 MiB). */
+export const MAX_LARGE_JSON_BYTES = 64 * 1024 * 1024;
 
 /**
  * Paths whose JSON body the app-wide parser leaves alone (its 1 MiB and 4,096-value limits are for ordinary
@@ -23,8 +27,14 @@ export async function readLargeJson(req: Request, maxBytes: number): Promise<unk
     chunks.push(chunk);
   }
   if (size === 0) return undefined;
+  const bytes = Buffer.concat(chunks, size);
+  // The app-wide depth limit holds here too (the value count does not: a manifest has hundreds of thousands).
+  if (
+    jsonTextProblem(bytes, { maxDepth: MAX_JSON_DEPTH, maxValues: Number.POSITIVE_INFINITY }) === 'too_deep'
+  )
+    throw rawBodyShapeError(bytes)!;
   try {
-    return JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+    return JSON.parse(bytes.toString('utf8'));
   } catch {
     throw DomainError.badRequest('request body is not valid JSON');
   }
