@@ -11,9 +11,13 @@ function pgFailure(code: string): Error {
   return Object.assign(new Error(`SQLSTATE ${code}`), { code });
 }
 
-async function startedPresence(markDisconnected: jest.Mock) {
+async function startedPresence(
+  markDisconnected: jest.Mock,
+  markConnectedAgain = jest.fn(async () => undefined),
+) {
   const devices = fake<DeviceRecordsService>({
     markDisconnected,
+    markConnectedAgain,
     disconnectFromExpiredInstances: jest.fn(async () => 0),
     disconnectAllHeldBy: jest.fn(async () => undefined),
   });
@@ -33,6 +37,22 @@ describe('PresenceService disconnections', () => {
   afterEach(() => {
     jest.useRealTimers();
     jest.restoreAllMocks();
+  });
+
+  it('connects again a device that joined here while its disconnection was being written', async () => {
+    let release: () => void = () => undefined;
+    const markDisconnected = jest.fn(() => new Promise<void>((resolve) => (release = resolve)));
+    const markConnectedAgain = jest.fn(async () => undefined);
+    const presence = await startedPresence(markDisconnected, markConnectedAgain);
+    void presence.disconnected('1');
+    void presence.disconnected('2');
+    const flushed = presence.flushDisconnected();
+    presence.joined('2');
+    release();
+    await flushed;
+    expect(markDisconnected).toHaveBeenCalledWith(['1', '2'], INSTANCE);
+    expect(markConnectedAgain.mock.calls).toEqual([[['2'], INSTANCE]]);
+    await presence.stop();
   });
 
   it('writes a batch again when PostgreSQL aborted it as a deadlock victim', async () => {

@@ -39,6 +39,9 @@ export class PresenceService {
   /** Devices whose socket here closed, not yet written, and the promise of the write that will take them. */
   private leaving = new Set<string>();
   private leavingWrite: Promise<void> | null = null;
+  /** The disconnections being written now, and those of them whose device joined here again meanwhile. */
+  private leavingInFlight = new Set<string>();
+  private rejoinedInFlight = new Set<string>();
   private instanceId = '';
   private localDevices: () => string[] = () => [];
 
@@ -114,6 +117,7 @@ export class PresenceService {
    */
   joined(deviceId: string): void {
     this.leaving.delete(deviceId);
+    if (this.leavingInFlight.has(deviceId)) this.rejoinedInFlight.add(deviceId);
     this.written.set(deviceId, Date.now());
   }
 
@@ -129,8 +133,18 @@ export class PresenceService {
       const batch = ids.slice(i, i + DISCONNECT_BATCH);
       try {
         // Rows are locked in id order, as the activity flush locks them, so that the two never deadlock.
+        this.leavingInFlight = new Set(batch);
         await this.write(() => this.devices.markDisconnected(batch, this.instanceId));
+        // A device that joined here again while this was written may have had its join written first: connected
+        // again (its join's write and this one reached PostgreSQL in either order).
+        const rejoined = [...this.rejoinedInFlight];
+        this.leavingInFlight = new Set();
+        this.rejoinedInFlight = new Set();
+        if (rejoined.length > 0)
+          await this.write(() => this.devices.markConnectedAgain(rejoined, this.instanceId));
       } catch (err) {
+        this.leavingInFlight = new Set();
+        this.rejoinedInFlight = new Set();
         for (const id of ids.slice(i)) if (!this.written.has(id)) this.leaving.add(id);
         if (this.leaving.size > 0) void this.disconnectedAgain();
         throw err;
