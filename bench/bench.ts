@@ -30,6 +30,14 @@ import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './
 import { describeLoad, watchLoad } from './machine-load';
 import { downloadGoals, type DownloadResults, downloadsScenario } from './downloads';
 import {
+  type MtlsResults,
+  mtlsGoals,
+  runStandalone,
+  type Standalone,
+  type TelemetryResults,
+  telemetryGoals,
+} from './standalone';
+import {
   deploymentGoals,
   type DeploymentResults,
   dropRolloutProduct,
@@ -486,6 +494,36 @@ async function main(): Promise<void> {
   const distMain = join(BUILD_DIR, 'src/main.js');
   if (!existsSync(distMain)) throw new Error(`${distMain} is missing`);
 
+  // The scenarios that are scripts of their own first: each starts (and stops) the embedded cluster itself.
+  const standaloneWanted = (name: string) => !flag(`no-${name}`) && (!ONLY || ONLY.includes(name));
+  let mtls: Standalone<MtlsResults> | null = null;
+  let telemetry: Standalone<TelemetryResults> | null = null;
+  if (process.env.BENCH_DATABASE_URL && (standaloneWanted('mtls') || standaloneWanted('telemetry'))) {
+    log(
+      'mtls, telemetry: skipped with BENCH_DATABASE_URL (each empties its database; run them on the embedded one)',
+    );
+  } else {
+    if (standaloneWanted('mtls')) {
+      const devices = Number(option('mtls-devices') ?? (QUICK ? 300 : 5000));
+      const args = [
+        `--devices=${devices}`,
+        `--storm=${devices}`,
+        `--jitp=${Number(option('mtls-jitp') ?? (QUICK ? 100 : 1000))}`,
+      ];
+      log(`scenario mtls: ${args.join(' ')}`);
+      mtls = await runStandalone<MtlsResults>('mtls', args, log);
+    }
+    if (standaloneWanted('telemetry')) {
+      const args = [
+        `--devices=${Number(option('telemetry-devices') ?? (QUICK ? 300 : 10_000))}`,
+        `--seconds=${Number(option('telemetry-seconds') ?? (QUICK ? 10 : 60))}`,
+        `--stored-lines=${Number(option('telemetry-stored-lines') ?? (QUICK ? 100_000 : 10_000_000))}`,
+      ];
+      log(`scenario telemetry: ${args.join(' ')}`);
+      telemetry = await runStandalone<TelemetryResults>('telemetry', args, log);
+    }
+  }
+
   const database = await startDatabase(MODE, log);
   let fleethub: Started | undefined;
   let floor: Started | undefined;
@@ -782,6 +820,14 @@ async function main(): Promise<void> {
         sockets = previous.device_sockets;
         merged.push('device sockets');
       }
+      if (!mtls && previous.mtls) {
+        mtls = previous.mtls;
+        merged.push('mTLS device socket');
+      }
+      if (!telemetry && previous.telemetry) {
+        telemetry = previous.telemetry;
+        merged.push('device telemetry');
+      }
       if (previous.deployments) {
         deployments ??= { rollouts: [], membership: null };
         if (deployments.rollouts.length === 0 && previous.deployments.rollouts.length > 0) {
@@ -794,7 +840,11 @@ async function main(): Promise<void> {
         }
       }
     }
-    const goals = goalsOf(results, upload, sockets?.runs ?? [], deployments, downloads);
+    const goals = [
+      ...goalsOf(results, upload, sockets?.runs ?? [], deployments, downloads),
+      ...mtlsGoals(mtls),
+      ...telemetryGoals(telemetry, QUICK),
+    ];
     const cpus = os.cpus();
     const report: Report = {
       ...(merged.length > 0 && { merged_from: { date: mergedDate ?? '', sections: merged } }),
@@ -827,6 +877,8 @@ async function main(): Promise<void> {
       goals,
       device_sockets: sockets,
       deployments,
+      mtls,
+      telemetry,
       duration_s: Math.round((Date.now() - t0) / 1000),
     };
     if (!flag('no-write')) {

@@ -1,6 +1,6 @@
 /**
  * mTLS device-socket scenarios (issue #17, part 6): `bash bench/run.sh mtls [options]`, apart from `npm run bench`
- * (its own server process and database; not yet part of docs/benchmarks.md). Devices are fleethub's simulator
+ * (its own server process and database). Devices are fleethub's simulator
  * (`src/cli/simulator.ts`) in the client processes of `bench/sockets.ts`, each device with an ECDSA P-256
  * certificate signed by a CA registered with JITP (the same certificate at every connection of a device):
  *
@@ -13,7 +13,8 @@
  *     `--storm` (all) reconnect at once; time until all joined, failed attempts.
  *
  * Options: `--devices=N`, `--storm=N`, `--jitp=N`, `--settle-ms=N` (default 3000), `--out=FILE` (the results as
- * JSON; default: stdout only). A smoke run: `bash bench/run.sh mtls --devices=50 --jitp=20`.
+ * JSON; default: stdout only). A smoke run: `bash bench/run.sh mtls --devices=50 --jitp=20`. `npm run bench` runs
+ * it and publishes the results in docs/benchmarks.md (bench/standalone.ts).
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,13 +44,29 @@ const mib = (bytes: number | null) => (bytes === null ? null : Number((bytes / 2
 const kibPer = (delta: number | null, n: number) =>
   delta === null || n === 0 ? null : Number((delta / 1024 / n).toFixed(1));
 
-interface Phase {
+export interface Phase {
   devices: number;
   all_joined_ms: number | null;
   joined: number;
   connection_attempts: number;
   failed_attempts: number;
   client_error_samples: string[];
+}
+
+/** What the script prints (and writes with `--out`). */
+export interface MtlsResults {
+  devices: number;
+  storm_devices: number;
+  jitp_devices: number;
+  jitp: Phase & { devices: number; certificates: number; registrations: number; each_exactly_once: boolean };
+  connect: Phase & {
+    server_rss_before_mib: number | null;
+    server_rss_connected_mib: number | null;
+    server_kib_per_device: number | null;
+    server_heap_kib_per_device: number | null;
+  };
+  storm: Phase & { server_recorded_disconnects_ms: number | null };
+  server_metrics: string[];
 }
 
 async function startServer(databaseUrl: string, dataDir: string): Promise<Started & { tlsPort: number }> {
@@ -89,7 +106,7 @@ async function main(): Promise<void> {
   const pid = server.child.pid;
   log(`fleethub ${server.url}, mTLS port ${server.tlsPort} (pid ${pid})`);
   const workers: Worker[] = [];
-  const results: Record<string, unknown> = { devices: DEVICES, storm: STORM, jitp: JITP };
+  const results: Partial<MtlsResults> = { devices: DEVICES, storm_devices: STORM, jitp_devices: JITP };
   try {
     const auth = { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' };
     const product = `bench-mtls-${process.pid}`;
@@ -169,7 +186,7 @@ async function main(): Promise<void> {
         [`${jitpPrefix}%`],
       )
     ).rows[0];
-    results.jitp_phase = {
+    results.jitp = {
       ...jitp,
       ...created,
       each_exactly_once:

@@ -4,6 +4,13 @@ import { type DeploymentResults, renderDeployments } from './deployments';
 import { type DownloadResults, renderDownloads } from './downloads';
 import type { LoadWindow } from './machine-load';
 import { describeSpread, type Goal, type SocketRun, socketFigures, type Spread } from './sockets';
+import {
+  type MtlsResults,
+  renderMtls,
+  renderTelemetry,
+  type Standalone,
+  type TelemetryResults,
+} from './standalone';
 
 /** One autocannon run against one server. */
 export interface Measurement {
@@ -102,6 +109,10 @@ export interface Report {
   device_sockets: { runs: SocketRun[] } | null;
   /** Issue #15's rollout and membership scenarios; null: not run (--no-deployments, --only). */
   deployments?: DeploymentResults | null;
+  /** Issue #17's mTLS device socket (bench/mtls.ts); null or absent: not run. */
+  mtls?: Standalone<MtlsResults> | null;
+  /** Issue #18's device logs (bench/telemetry.ts); null or absent: not run. */
+  telemetry?: Standalone<TelemetryResults> | null;
   duration_s: number;
   /** `--merge`: these sections are the earlier run's of `date`, not this run's. */
   merged_from?: { date: string; sections: string[] };
@@ -239,7 +250,9 @@ export function renderMarkdown(r: Report): string {
     lines.push('');
   }
   if (r.device_sockets) renderSockets(r.device_sockets.runs, lines);
+  if (r.mtls) renderMtls(r.mtls, r.device_sockets?.runs ?? [], lines);
   if (r.deployments) renderDeployments(r.deployments, lines);
+  if (r.telemetry) renderTelemetry(r.telemetry, lines);
   lines.push('## How to run');
   lines.push('');
   lines.push('```sh');
@@ -258,6 +271,12 @@ export function renderMarkdown(r: Report): string {
     '#          --merge (with --only: the other sections are kept from the last written run, and named so)',
   );
   lines.push('#          --only=downloads  --no-downloads  --download-count=N  --download-mib=N');
+  lines.push(
+    '#          --only=mtls,telemetry  --no-mtls  --no-telemetry  --mtls-devices=N  --mtls-jitp=N  --telemetry-devices=N',
+  );
+  lines.push(
+    '#          --telemetry-seconds=S  --telemetry-stored-lines=M  (not with BENCH_DATABASE_URL: they empty their database)',
+  );
   lines.push(
     "#          (bench/README.md: details and findings; BENCH_SERVER_NODE_ARGS=... adds flags to the server's node)",
   );

@@ -8,7 +8,8 @@
  *    device's newest 100 lines back to back through the API; p50/p99.
  *
  * Options: `--devices=N` (10000), `--seconds=S` (60), `--rate=R` (1), `--stored-lines=M` (10000000),
- * `--query-runs=Q` (500), `--write` (write bench/telemetry.json; without it, results are printed only).
+ * `--query-runs=Q` (500), `--out=FILE` (the results as JSON; default: stdout only). `npm run bench` runs it and
+ * publishes the results in docs/benchmarks.md (bench/standalone.ts).
  * Database: BENCH_DATABASE_URL, else the embedded cluster in .bench-data (database fleethub_bench_telemetry),
  * emptied first.
  */
@@ -18,7 +19,7 @@ import os from 'node:os';
 import { Client } from 'pg';
 import { generateUserToken, hashToken } from '../src/auth/token-codec';
 import { Simulator } from '../src/cli/simulator';
-import { BENCH_DATA, BUILD_DIR, ROOT, sleep } from './paths';
+import { BENCH_DATA, BUILD_DIR, sleep } from './paths';
 import { procStat, request, type Started, startProcess, stopProcess } from './processes';
 import { migrate, startDatabase } from './seed';
 
@@ -38,6 +39,26 @@ const RATE = num('rate', 1);
 const STORED = num('stored-lines', 10_000_000);
 const QUERY_RUNS = num('query-runs', 500);
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** What the script prints (and writes with `--out`). */
+export interface TelemetryResults {
+  generated_by: string;
+  date: string;
+  machine: { cores: number; load_average_at_end: number[] };
+  ingest: {
+    devices: number;
+    connected: number;
+    seconds: number;
+    lines_per_device_per_s: number;
+    lines_sent: number;
+    lines_stored: number;
+    lines_lost: number;
+    server_cpu_percent_of_one_core: number;
+    pg_rows_inserted_per_s: number;
+    pg_commits_per_s: number;
+  };
+  query: { stored_lines: number; lines_per_device: number; runs: number; p50_ms: number; p99_ms: number };
+}
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
@@ -184,7 +205,7 @@ async function main(): Promise<void> {
       p99_ms: Number(percentile(times, 99).toFixed(2)),
     };
     log(`query: ${JSON.stringify(query)}`);
-    const report = {
+    const report: TelemetryResults = {
       generated_by: 'bench/telemetry.ts',
       date: new Date().toISOString(),
       machine: {
@@ -195,8 +216,8 @@ async function main(): Promise<void> {
       query,
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    if (args.has('write'))
-      await writeFile(join(ROOT, 'bench/telemetry.json'), `${JSON.stringify(report, null, 2)}\n`);
+    const out = args.get('out');
+    if (out) await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
   } finally {
     await simulator?.stop();
     if (server) await stopProcess(server.child);

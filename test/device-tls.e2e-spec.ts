@@ -4,7 +4,13 @@ import { CertificateDeviceAuthenticator } from '../src/certificates/certificate-
 import { issue, loadIssuer, makeCa } from '../src/cli/cert-generator';
 import { registerCa as registerCaThroughApi } from '../src/cli/certs.command';
 import { Simulator } from '../src/cli/simulator';
-import { DeviceTlsListener } from '../src/gateway/device-tls-listener';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import {
+  DeviceTlsListener,
+  MAX_CONCURRENT_HANDSHAKES,
+  TLS_HANDSHAKE_TIMEOUT_MS,
+} from '../src/gateway/device-tls-listener';
 import { MetricsService } from '../src/metrics/metrics.service';
 import { ca, days, type Issued, keyPem, leaf, selfSigned, verificationCert } from './support/cert-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
@@ -375,6 +381,62 @@ describe('mTLS device socket', () => {
       .send({ cert: cert.b64 })
       .expect(201);
     await joins(cert);
+  });
+
+  it('handshakes beyond the concurrent limit wait their turn, and connections that send nothing hold no slot', async () => {
+    const identifier = await t.fixtures.device(admin, org, product);
+    const cert = await selfSigned({ cn: identifier });
+    await t
+      .http()
+      .post(`${devicePath(identifier)}/certificates`)
+      .set(admin.auth)
+      .send({ cert: cert.b64 })
+      .expect(201);
+    const quiet = nextAddress();
+    const silent = await Promise.all(
+      Array.from(
+        { length: MAX_CONCURRENT_HANDSHAKES + 20 },
+        () =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = netConnect({ port, host: '127.0.0.1', localAddress: quiet }, () =>
+              resolve(socket),
+            );
+            socket.once('error', reject);
+          }),
+      ),
+    );
+    try {
+      const options = await clientOptions(cert);
+      const started = Date.now();
+      const secured = await Promise.all(
+        Array.from(
+          { length: MAX_CONCURRENT_HANDSHAKES * 2 },
+          () =>
+            new Promise<boolean>((resolve) => {
+              const socket = tlsConnect({
+                port,
+                host: '127.0.0.1',
+                cert: options.cert as string,
+                key: options.key as string,
+                ca: options.ca as string,
+                localAddress: options.localAddress,
+                servername: '127.0.0.1',
+              });
+              socket.once('secureConnect', () => {
+                resolve(true);
+                socket.destroy();
+              });
+              socket.once('error', () => resolve(false));
+            }),
+        ),
+      );
+      expect(secured.filter(Boolean)).toHaveLength(MAX_CONCURRENT_HANDSHAKES * 2);
+      // Had the silent connections held slots, the handshakes would have waited for them to time out.
+      expect(Date.now() - started).toBeLessThan(TLS_HANDSHAKE_TIMEOUT_MS);
+      await joins(cert);
+    } finally {
+      for (const socket of silent) socket.destroy();
+    }
   });
 
   it("fleethub certs' registration through the API, and simulated devices with certificates an issuer makes (JITP)", async () => {

@@ -28,6 +28,15 @@ const HEADERS_TIMEOUT_MS = 30_000;
 const LISTEN_BACKLOG = 4096;
 /** At most this many certificates after the device's own are looked at (its intermediates). */
 const MAX_PRESENTED = 8;
+/**
+ * TLS handshakes in progress at once; the connections beyond wait, in arrival order, before their handshake (and
+ * its timeout) starts. Thousands of handshakes started together share the event loop until many pass the timeout,
+ * and the work spent on those is thrown away: 5,000 devices connecting at once took 59 s, 1,529 of their attempts
+ * timing out (docs/decisions.md, "mTLS: handshakes in turn").
+ */
+export const MAX_CONCURRENT_HANDSHAKES = 128;
+/** Connections waiting for a handshake slot beyond this are closed (the device retries later). */
+export const MAX_WAITING_HANDSHAKES = 20_000;
 
 /**
  * The mTLS device socket (issue #17, part 3): its own port (`FLEETHUB_DEVICE_TLS_PORT`), the same Phoenix channels at
@@ -55,6 +64,11 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
   private readonly devices = new WeakMap<object, AuthenticatedDevice>();
   /** Sockets accepted and not yet handed to HTTP (closed at shutdown). */
   private readonly pending = new Set<Socket>();
+  /** Handshakes in progress, by the connection's remote address and port: each one's release of its slot. */
+  private readonly handshakes = new Map<string, () => void>();
+  /** Accepted connections waiting for a handshake slot, oldest first from `waitingHead`. */
+  private waiting: Socket[] = [];
+  private waitingHead = 0;
   private boundPort: number | null = null;
   /** The generated server CA devices must trust (null: off, or a configured certificate). */
   caFile: string | null = null;
@@ -101,12 +115,14 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
       secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
     });
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      this.handshakeEnded(socket);
       this.authenticate(socket).catch((err: unknown) => {
         this.logger.error({ err }, 'device certificate authentication failed');
         socket.destroy();
       });
     });
     tlsServer.on('tlsClientError', (_err, socket: TLSSocket) => {
+      this.handshakeEnded(socket);
       this.auth.refuse(socket.remoteAddress ?? '', 'tls_error');
       socket.destroy();
     });
@@ -137,6 +153,8 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
     const closed = new Promise<void>((resolve) => netServer.close(() => resolve()));
     for (const socket of this.pending) socket.destroy();
     this.pending.clear();
+    this.waiting = [];
+    this.waitingHead = 0;
     // Upgraded sockets are the gateway's (it closes them, 1001); authenticated ones that sent no request yet go.
     this.httpServer?.closeIdleConnections();
     await closed;
@@ -156,7 +174,59 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
     }
     this.pending.add(socket);
     socket.once('close', () => this.pending.delete(socket));
-    this.tlsServer.emit('connection', socket);
+    // A slot is taken once the client's first bytes (its ClientHello) are here, so that connections which send
+    // nothing cannot hold the slots; they are closed when the handshake's time is up, as before. The bytes stay
+    // buffered on the socket, and the TLS socket made from it reads them first.
+    const silent = setTimeout(() => socket.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
+    socket.once('close', () => clearTimeout(silent));
+    socket.once('readable', () => {
+      clearTimeout(silent);
+      if (socket.destroyed || socket.readableLength === 0 || !this.tlsServer) {
+        socket.destroy();
+      } else if (this.handshakes.size < MAX_CONCURRENT_HANDSHAKES) {
+        this.startHandshake(socket);
+      } else if (this.waiting.length - this.waitingHead < MAX_WAITING_HANDSHAKES) {
+        this.waiting.push(socket);
+      } else {
+        this.auth.refuse(address, 'busy');
+        socket.destroy();
+      }
+    });
+  }
+
+  private startHandshake(socket: Socket): void {
+    const key = `${socket.remoteAddress}:${socket.remotePort}`;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.handshakes.delete(key);
+      this.startWaiting();
+    };
+    this.handshakes.set(key, release);
+    // A connection that goes before its handshake ends (reset, timeout) frees its slot as well.
+    socket.once('close', release);
+    this.tlsServer!.emit('connection', socket);
+  }
+
+  /** Starts waiting connections while slots are free; those their devices closed meanwhile are skipped. */
+  private startWaiting(): void {
+    while (this.handshakes.size < MAX_CONCURRENT_HANDSHAKES && this.waitingHead < this.waiting.length) {
+      const next = this.waiting[this.waitingHead++];
+      if (!next.destroyed && this.tlsServer) this.startHandshake(next);
+    }
+    if (this.waitingHead === this.waiting.length) {
+      this.waiting = [];
+      this.waitingHead = 0;
+    } else if (this.waitingHead > 1024 && this.waitingHead * 2 > this.waiting.length) {
+      this.waiting = this.waiting.slice(this.waitingHead);
+      this.waitingHead = 0;
+    }
+  }
+
+  /** The handshake of this connection ended (done or failed): its slot goes to the next waiting connection. */
+  private handshakeEnded(socket: TLSSocket): void {
+    this.handshakes.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
   }
 
   private async authenticate(socket: TLSSocket): Promise<void> {
