@@ -414,12 +414,10 @@ describe('mTLS device socket', () => {
           () =>
             new Promise<boolean>((resolve) => {
               const socket = tlsConnect({
-                port,
-                host: '127.0.0.1',
+                socket: netConnect({ port, host: '127.0.0.1', localAddress: options.localAddress }),
                 cert: options.cert as string,
                 key: options.key as string,
                 ca: options.ca as string,
-                localAddress: options.localAddress,
                 servername: '127.0.0.1',
               });
               socket.once('secureConnect', () => {
