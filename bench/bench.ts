@@ -20,6 +20,7 @@ import { children, procStat, request, type Started, startProcess, stopProcess } 
 import {
   type Check,
   type Measurement,
+  measuredAt,
   renderMarkdown,
   type Report,
   type ScenarioResult,
@@ -798,45 +799,49 @@ async function main(): Promise<void> {
 
     // --merge (with --only): the sections this run did not measure are the last written run's, named as such.
     const merged: string[] = [];
-    let mergedDate: string | null = null;
+    const mergedDates: Record<string, string> = {};
     if (flag('merge')) {
       const previous = JSON.parse(await readFile(join(ROOT, 'bench/benchmarks.json'), 'utf8')) as Report;
       if (previous.mode !== MODE)
         throw new Error(`--merge: the last run was ${previous.mode}, this one ${MODE}`);
-      mergedDate = previous.date;
+      // Each kept section keeps the date it was measured, through any number of merges.
+      const keep = (section: string) => {
+        merged.push(section);
+        mergedDates[section] = measuredAt(previous, section);
+      };
       if (results.length === 0 && previous.scenarios.length > 0) {
         results.push(...previous.scenarios);
-        merged.push('HTTP scenarios');
+        keep('HTTP scenarios');
       }
       if (!upload && previous.upload) {
         upload = previous.upload;
-        merged.push('firmware upload');
+        keep('firmware upload');
       }
       if (!downloads && previous.downloads) {
         downloads = previous.downloads;
-        merged.push('firmware downloads');
+        keep('firmware downloads');
       }
       if (!sockets && previous.device_sockets) {
         sockets = previous.device_sockets;
-        merged.push('device sockets');
+        keep('device sockets');
       }
       if (!mtls && previous.mtls) {
         mtls = previous.mtls;
-        merged.push('mTLS device socket');
+        keep('mTLS device socket');
       }
       if (!telemetry && previous.telemetry) {
         telemetry = previous.telemetry;
-        merged.push('device telemetry');
+        keep('device telemetry');
       }
       if (previous.deployments) {
         deployments ??= { rollouts: [], membership: null };
         if (deployments.rollouts.length === 0 && previous.deployments.rollouts.length > 0) {
           deployments.rollouts = previous.deployments.rollouts;
-          merged.push('deployment rollouts');
+          keep('deployment rollouts');
         }
         if (!deployments.membership && previous.deployments.membership) {
           deployments.membership = previous.deployments.membership;
-          merged.push('deployment membership');
+          keep('deployment membership');
         }
       }
     }
@@ -847,7 +852,13 @@ async function main(): Promise<void> {
     ];
     const cpus = os.cpus();
     const report: Report = {
-      ...(merged.length > 0 && { merged_from: { date: mergedDate ?? '', sections: merged } }),
+      ...(merged.length > 0 && {
+        merged_from: {
+          date: Object.values(mergedDates).sort().at(-1) ?? '',
+          sections: merged,
+          dates: mergedDates,
+        },
+      }),
       generated_by: 'bench/bench.ts',
       mode: MODE,
       date: new Date().toISOString(),

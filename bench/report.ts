@@ -115,10 +115,40 @@ export interface Report {
   telemetry?: Standalone<TelemetryResults> | null;
   duration_s: number;
   /** `--merge`: these sections are the earlier run's of `date`, not this run's. */
-  merged_from?: { date: string; sections: string[] };
+  merged_from?: MergedFrom;
+}
+
+/**
+ * `--merge`: the sections kept from earlier runs. `dates` gives each section's own run (a section kept through
+ * several merges keeps the date it was measured); `date` is the newest of them (reports before `dates` existed
+ * had only it).
+ */
+export interface MergedFrom {
+  date: string;
+  sections: string[];
+  dates?: Record<string, string>;
+}
+
+/** When `section` of `report` was measured (its own date, or the one kept from an earlier run by --merge). */
+export function measuredAt(report: Report, section: string): string {
+  const merged = report.merged_from;
+  if (!merged?.sections.includes(section)) return report.date;
+  return merged.dates?.[section] ?? merged.date;
 }
 
 const fmt = (n: number | string | null | undefined) => (n === undefined || n === null ? '–' : String(n));
+
+function earlierRuns(merged: MergedFrom): string {
+  const byDate = new Map<string, string[]>();
+  for (const section of merged.sections) {
+    const date = merged.dates?.[section] ?? merged.date;
+    byDate.set(date, [...(byDate.get(date) ?? []), section]);
+  }
+  return [...byDate]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([date, sections]) => `${sections.join(', ')}: from the run of ${date}`)
+    .join('; ');
+}
 
 export function renderMarkdown(r: Report): string {
   const m = r.machine;
@@ -144,9 +174,7 @@ export function renderMarkdown(r: Report): string {
   lines.push('| --- | --- |');
   lines.push(`| Date | ${r.date} |`);
   if (r.merged_from) {
-    lines.push(
-      `| Earlier run | ${r.merged_from.sections.join(', ')}: from the run of ${r.merged_from.date} (this run measured the rest; \`--merge\`) |`,
-    );
+    lines.push(`| Earlier runs | ${earlierRuns(r.merged_from)} (this run measured the rest; \`--merge\`) |`);
   }
   lines.push(`| Mode | ${r.mode} |`);
   lines.push(`| CPU | ${m.cpu} |`);

@@ -415,9 +415,9 @@ describe('mTLS device socket', () => {
             new Promise<boolean>((resolve) => {
               const socket = tlsConnect({
                 socket: netConnect({ port, host: '127.0.0.1', localAddress: options.localAddress }),
-                cert: options.cert as string,
-                key: options.key as string,
-                ca: options.ca as string,
+                cert: options.cert,
+                key: options.key,
+                ca: options.ca,
                 servername: '127.0.0.1',
               });
               socket.once('secureConnect', () => {
