@@ -1,6 +1,8 @@
 import { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
+import { InstanceBus } from '../src/database/instance-bus/instance-bus';
 import { ShutdownState } from '../src/health/shutdown-state';
+import { eventually } from './support/eventually';
 import { createTestApp, type TestApp } from './support/test-app';
 import {
   ANY_DETAIL,
@@ -324,6 +326,33 @@ describe('foundation: auth, errors, organizations', () => {
       await t.http().get('/healthz').expect(200, { status: 'ok' });
       const ready = await t.http().get('/readyz').expect(200);
       expect(ready.body.status).toBe('ok');
+    });
+
+    it("/readyz does not wait for a pool connection, and fails while the instance's own connection is down", async () => {
+      const db = t.app.get(DataSource);
+      const poolSize = (db.driver as unknown as { master: { options: { max: number } } }).master.options.max;
+      // Every pool connection busy for 3 s: the readiness answer comes from the instance bus's heartbeat.
+      const busy = Array.from({ length: poolSize }, () => db.query('SELECT pg_sleep(3)'));
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const started = Date.now();
+        await t.http().get('/readyz').expect(200);
+        expect(Date.now() - started).toBeLessThan(1500);
+      } finally {
+        await Promise.all(busy);
+      }
+      const bus = t.app.get(InstanceBus);
+      await db.query('SELECT pg_terminate_backend($1)', [bus.listenerPid]);
+      const down = await eventually(
+        () => t.http().get('/readyz'),
+        (res) => res.status === 503,
+      );
+      expect(down.headers['retry-after']).toBe('5');
+      // The bus reconnects on its own; ready again once a heartbeat is answered.
+      await eventually(
+        () => t.http().get('/readyz'),
+        (res) => res.status === 200,
+      );
     });
 
     it('/readyz fails while the process drains for shutdown; /healthz stays up', async () => {
