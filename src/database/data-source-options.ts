@@ -1,6 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
 import { ENTITIES } from './entities';
+import { PG_DRIVER } from './pg-driver';
 
 /** The one description of the database, shared by the app, the CLI, the tests and the migration tools. */
 export function dataSourceOptions(
@@ -9,6 +10,7 @@ export function dataSourceOptions(
 ): DataSourceOptions {
   return {
     type: 'postgres',
+    driver: PG_DRIVER,
     url,
     entities: ENTITIES,
     migrations: MIGRATIONS,
