@@ -124,6 +124,33 @@ describe('deployment groups', () => {
       await patch('nope', { notes: 'x' }).expect(404, NOT_FOUND);
     });
 
+    it('boolean settings take the strings "true" and "false", as the NervesHub CLI sends every value', async () => {
+      await create(groupBody('crud-s')).expect(201);
+      const put = (body: object) => t.http().put(`${base()}/crud-s`).set(admin.auth).send(body);
+      const res = await put({
+        deployment: { is_active: 'true', delta_updatable: 'false', lock_device_membership: 'true' },
+      }).expect(200);
+      expect(res.body.data).toMatchObject({
+        is_active: true,
+        delta_updatable: false,
+        lock_device_membership: true,
+      });
+      await put({ deployment: { is_active: 'false' } }).expect(200);
+      expect((await show('crud-s')).body.data).toMatchObject({ is_active: false, state: 'off' });
+      for (const value of ['yes', 'TRUE', '1', null]) {
+        await put({ deployment: { is_active: value } }).expect(
+          422,
+          fieldError('is_active', 'must be true or false'),
+        );
+      }
+      expect((await show('crud-s')).body.data).toMatchObject({ is_active: false });
+      // Numbers are not read from strings: a wrong type (contract §3), unlike NervesHub's casting.
+      await put({ deployment: { concurrent_updates: '20' } }).expect(
+        422,
+        fieldError('concurrent_updates', 'is invalid'),
+      );
+    });
+
     it('turning a paused group on again clears the reason it paused', async () => {
       await create(groupBody('paused', { is_active: true })).expect(201);
       // Only the orchestrator pauses a group (failure_threshold reached): written by hand here.

@@ -29,8 +29,8 @@ const LISTEN_BACKLOG = 4096;
 /** At most this many certificates after the device's own are looked at (its intermediates). */
 const MAX_PRESENTED = 8;
 /**
- * TLS handshakes in progress at once; the connections beyond wait, in arrival order, before their handshake (and
- * its timeout) starts. Thousands of handshakes started together share the event loop until many pass the timeout,
+ * TLS handshakes in progress at once (each until its certificate is judged); the connections beyond wait, in
+ * arrival order, before their handshake (and its timeout) starts. Thousands of handshakes started together share the event loop until many pass the timeout,
  * and the work spent on those is thrown away: 5,000 devices connecting at once took 59 s, 1,529 of their attempts
  * timing out (docs/decisions.md, "mTLS: handshakes in turn").
  */
@@ -115,14 +115,19 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
       secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
     });
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
-      this.handshakeEnded(socket);
-      this.authenticate(socket).catch((err: unknown) => {
-        this.logger.error({ err }, 'device certificate authentication failed');
-        socket.destroy();
-      });
+      // The slot is held until the certificate is judged: the judgment waits its turn for the database
+      // (Admission), and with the slots bounding how many wait there, a device whose TLS handshake the server
+      // has paid for is not shed as "busy" behind thousands of others.
+      const release = this.handshakeRelease(socket);
+      this.authenticate(socket)
+        .catch((err: unknown) => {
+          this.logger.error({ err }, 'device certificate authentication failed');
+          socket.destroy();
+        })
+        .finally(release);
     });
     tlsServer.on('tlsClientError', (_err, socket: TLSSocket) => {
-      this.handshakeEnded(socket);
+      this.handshakeRelease(socket)();
       this.auth.refuse(socket.remoteAddress ?? '', 'tls_error');
       socket.destroy();
     });
@@ -224,9 +229,9 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
     }
   }
 
-  /** The handshake of this connection ended (done or failed): its slot goes to the next waiting connection. */
-  private handshakeEnded(socket: TLSSocket): void {
-    this.handshakes.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
+  /** What frees this connection's slot for the next waiting connection (a no-op once it is freed). */
+  private handshakeRelease(socket: TLSSocket): () => void {
+    return this.handshakes.get(`${socket.remoteAddress}:${socket.remotePort}`) ?? (() => undefined);
   }
 
   private async authenticate(socket: TLSSocket): Promise<void> {

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { BooleanField, CustomField, EnumField, StringField } from '../../common/validation/fields';
+import { CustomField, EnumField, StringCastBooleanField, StringField } from '../../common/validation/fields';
 import {
   QUEUE_MANAGEMENT,
   type QueueManagement,
@@ -67,7 +67,7 @@ function isObject(value: unknown): boolean {
 
 /** The rollout settings both create and update take. */
 class DeploymentSettingsDto {
-  @BooleanField({
+  @StringCastBooleanField({
     example: false,
     description: 'Default false: a new group rolls nothing out until turned on',
   })
@@ -76,7 +76,7 @@ class DeploymentSettingsDto {
   @StringField({ max: 1000, nullable: true, trim: false, doc: { example: 'Staged rollout for the lab' } })
   notes?: string | null;
 
-  @BooleanField({ example: true, description: 'Default true' })
+  @StringCastBooleanField({ example: true, description: 'Default true' })
   delta_updatable?: boolean;
 
   @IntegerSetting('concurrent_updates', 1, 10, 'Updates in flight at once; default 10')
@@ -130,7 +130,7 @@ class DeploymentSettingsDto {
   })
   queue_management?: QueueManagement;
 
-  @BooleanField({
+  @StringCastBooleanField({
     example: false,
     description: 'Devices stay in the group whatever their conditions, and no device joins it automatically',
   })
