@@ -31,7 +31,8 @@ export function isForeignKeyViolation(err: unknown): boolean {
 
 /**
  * Connection-level failures: the database is unreachable or going away. TypeORM reports a transaction whose
- * connection died under it as "Query runner already released".
+ * connection died under it as "Query runner already released"; node-postgres refuses a statement on a client whose
+ * connection failed ("... is not queryable").
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = pgError(err);
@@ -42,7 +43,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if ((code.startsWith('08') && code !== '08P01') || code === '57P01' || code === '57P02' || code === '57P03')
     return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)|Query runner already released|query runner was already released/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Connection ended|the database system is (starting up|shutting down)|Query runner already released|query runner was already released|Client has encountered a connection error and is not queryable|Client was closed and is not queryable/i.test(
     message,
   );
 }
