@@ -1,4 +1,4 @@
-import { RequestMethod, type Type } from '@nestjs/common';
+import { Logger, RequestMethod, type Type } from '@nestjs/common';
 import {
   HTTP_CODE_METADATA,
   INTERCEPTORS_METADATA,
@@ -36,6 +36,28 @@ describe('the OpenAPI document built without a database', () => {
       });
     expect(doc.paths['/healthz'].get?.security).toBeUndefined();
     expect(doc.paths['/api/users/me'].get?.security).toEqual([{ bearer_auth: [] }]);
+  });
+});
+
+describe('the schemas of the OpenAPI document', () => {
+  it('are named once each: two DTO classes of one name would make one of them describe the other', async () => {
+    const warn = jest.spyOn(Logger, 'warn').mockImplementation(() => undefined);
+    try {
+      const doc = await buildDocumentWithoutDatabase();
+      const duplicates = warn.mock.calls
+        .map(([message]) => String(message))
+        .filter((m) => m.includes('Duplicate DTO'));
+      expect(duplicates).toEqual([]);
+      const schemas = doc.components?.schemas ?? {};
+      expect(
+        Object.keys((schemas.DeviceDeploymentGroupView as { properties: object }).properties).sort(),
+      ).toEqual(['firmware_uuid', 'firmware_version', 'is_active', 'name']);
+      expect((schemas.DeploymentGroupView as { properties: object }).properties).toHaveProperty(
+        'concurrent_updates',
+      );
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 

@@ -137,7 +137,8 @@ export class FirmwareMetadataView {
   @ApiProperty({ nullable: true, type: String }) fwup_version: string | null;
 }
 
-export class DeploymentGroupView {
+/** The device's deployment group as the device record shows it (NervesHub's four fields). */
+export class DeviceDeploymentGroupView {
   @ApiProperty() name: string;
   @ApiProperty() is_active: boolean;
   @ApiProperty() firmware_uuid: string;
@@ -159,7 +160,7 @@ export class DeviceView {
     string | null;
   @ApiProperty({ example: true }) updates_enabled: boolean;
   @ApiProperty({ nullable: true, type: String, example: null }) updates_blocked_until: string | null;
-  @ApiProperty({ type: DeploymentGroupView, nullable: true, example: null })
-  deployment_group: DeploymentGroupView | null;
+  @ApiProperty({ type: DeviceDeploymentGroupView, nullable: true, example: null })
+  deployment_group: DeviceDeploymentGroupView | null;
   @ApiProperty({ type: FirmwareMetadataView, nullable: true }) firmware_metadata: FirmwareMetadataView | null;
 }
