@@ -30,9 +30,9 @@ const LISTEN_BACKLOG = 4096;
 const MAX_PRESENTED = 8;
 /**
  * TLS handshakes in progress at once (each until its certificate is judged); the connections beyond wait, in
- * arrival order, before their handshake (and its timeout) starts. Thousands of handshakes started together share the event loop until many pass the timeout,
- * and the work spent on those is thrown away: 5,000 devices connecting at once took 59 s, 1,529 of their attempts
- * timing out (docs/decisions.md, "mTLS: handshakes in turn").
+ * arrival order, before their handshake (and its timeout) starts. Thousands of handshakes started together share
+ * the event loop until many pass the timeout, and the work spent on those is thrown away: 5,000 devices connecting
+ * at once took 59 s, 1,529 of their attempts timing out (docs/decisions.md, "mTLS: handshakes in turn").
  */
 export const MAX_CONCURRENT_HANDSHAKES = 128;
 /** Connections waiting for a handshake slot beyond this are closed (the device retries later). */
