@@ -6,6 +6,7 @@ import { join, posix, relative } from 'node:path';
 import { load } from 'js-yaml';
 import ts from 'typescript';
 import { loadConfig } from '../src/config/config';
+import { InstanceBus } from '../src/database/instance-bus/instance-bus';
 import { listenOnLoopback } from './support/listening-app';
 import { createTestApp, type TestApp } from './support/test-app';
 
@@ -375,11 +376,14 @@ describe('the HEALTHCHECK script (src/healthcheck.ts, compiled)', () => {
   });
 
   it('exits 1 when /readyz answers 503', async () => {
-    const query = jest.spyOn(t.db, 'query').mockRejectedValue(new Error('connection refused'));
+    // The database as readiness sees it: no heartbeat of the instance's own connection answered lately.
+    const heard = jest
+      .spyOn(t.app.get(InstanceBus), 'caughtUpAt', 'get')
+      .mockReturnValue(Number.NEGATIVE_INFINITY);
     try {
       expect(await healthcheck(String(port))).toBe(1);
     } finally {
-      query.mockRestore();
+      heard.mockRestore();
     }
   });
 
