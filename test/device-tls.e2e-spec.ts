@@ -103,6 +103,19 @@ describe('mTLS device socket', () => {
 
   const devicePath = (identifier: string) => `/api/orgs/${org}/products/${product}/devices/${identifier}`;
 
+  /** A new device of the product with a self-signed certificate registered for it through the API. */
+  async function registeredDevice(): Promise<{ identifier: string; cert: Issued }> {
+    const identifier = await t.fixtures.device(admin, org, product);
+    const cert = await selfSigned({ cn: identifier });
+    await t
+      .http()
+      .post(`${devicePath(identifier)}/certificates`)
+      .set(admin.auth)
+      .send({ cert: cert.b64 })
+      .expect(201);
+    return { identifier, cert };
+  }
+
   async function certificatesOf(identifier: string): Promise<{ serial: string; last_used: string | null }[]> {
     const res = await t
       .http()
@@ -121,14 +134,7 @@ describe('mTLS device socket', () => {
   }
 
   it('a registered device certificate (self-signed, registered through the API) connects; last_used is kept', async () => {
-    const identifier = await t.fixtures.device(admin, org, product);
-    const cert = await selfSigned({ cn: identifier });
-    await t
-      .http()
-      .post(`${devicePath(identifier)}/certificates`)
-      .set(admin.auth)
-      .send({ cert: cert.b64 })
-      .expect(201);
+    const { identifier, cert } = await registeredDevice();
     await joins(cert);
     const device = await t.http().get(devicePath(identifier)).set(admin.auth).expect(200);
     expect(device.body.data.identifier).toBe(identifier);
@@ -264,14 +270,7 @@ describe('mTLS device socket', () => {
   });
 
   it('a deleted device certificate is refused', async () => {
-    const identifier = await t.fixtures.device(admin, org, product);
-    const cert = await selfSigned({ cn: identifier });
-    await t
-      .http()
-      .post(`${devicePath(identifier)}/certificates`)
-      .set(admin.auth)
-      .send({ cert: cert.b64 })
-      .expect(201);
+    const { identifier, cert } = await registeredDevice();
     await joins(cert);
     await t
       .http()
@@ -372,26 +371,12 @@ describe('mTLS device socket', () => {
     await refused(unknown, [], address);
     expect(await refusals('rate_limited')).toBe(before + 1);
     // Another address is not affected.
-    const identifier = await t.fixtures.device(admin, org, product);
-    const cert = await selfSigned({ cn: identifier });
-    await t
-      .http()
-      .post(`${devicePath(identifier)}/certificates`)
-      .set(admin.auth)
-      .send({ cert: cert.b64 })
-      .expect(201);
+    const { cert } = await registeredDevice();
     await joins(cert);
   });
 
   it('handshakes beyond the concurrent limit wait their turn, and connections that send nothing hold no slot', async () => {
-    const identifier = await t.fixtures.device(admin, org, product);
-    const cert = await selfSigned({ cn: identifier });
-    await t
-      .http()
-      .post(`${devicePath(identifier)}/certificates`)
-      .set(admin.auth)
-      .send({ cert: cert.b64 })
-      .expect(201);
+    const { cert } = await registeredDevice();
     const quiet = nextAddress();
     const silent = await Promise.all(
       Array.from(
@@ -471,14 +456,7 @@ describe('mTLS device socket', () => {
   });
 
   it('plain requests and other paths get nothing but 404', async () => {
-    const identifier = await t.fixtures.device(admin, org, product);
-    const cert = await selfSigned({ cn: identifier });
-    await t
-      .http()
-      .post(`${devicePath(identifier)}/certificates`)
-      .set(admin.auth)
-      .send({ cert: cert.b64 })
-      .expect(201);
+    const { cert } = await registeredDevice();
     const outcome = await DeviceSocketClient.outcome(
       `wss://127.0.0.1:${port}/api/users/me?vsn=2.0.0`,
       await clientOptions(cert),

@@ -71,6 +71,14 @@ describe('device telemetry (extensions channel)', () => {
   const devicePath = (identifier: string, p = product, o = org) =>
     `/api/orgs/${o}/products/${p}/devices/${identifier}`;
 
+  /** The device's `GET .../health`, read as a viewer (200 expected). */
+  const healthOf = (identifier: string) =>
+    t
+      .http()
+      .get(`${devicePath(identifier)}/health`)
+      .set(viewer.auth)
+      .expect(200);
+
   async function newDevice(p = product): Promise<string> {
     const identifier = `tele-${randomBytes(4).toString('hex')}`;
     await t
@@ -190,11 +198,7 @@ describe('device telemetry (extensions channel)', () => {
     it('asks for a report on attach, stores the latest with its status and the metric history', async () => {
       const identifier = await newDevice();
       const { client } = await joined(identifier);
-      const empty = await t
-        .http()
-        .get(`${devicePath(identifier)}/health`)
-        .set(viewer.auth)
-        .expect(200);
+      const empty = await healthOf(identifier);
       expect(empty.body.data).toEqual({
         status: 'unknown',
         status_reasons: null,
@@ -223,11 +227,7 @@ describe('device telemetry (extensions channel)', () => {
       client.push('extensions', 'health:report', { value: 'nope' });
       client.push('extensions', 'health:report', {});
       await settle(client);
-      const res = await t
-        .http()
-        .get(`${devicePath(identifier)}/health`)
-        .set(viewer.auth)
-        .expect(200);
+      const res = await healthOf(identifier);
       expect(res.body.data).toMatchObject({
         status: 'warning',
         status_reasons: { warning: { mem_used_percent: { value: 75, threshold: 70 } }, unhealthy: {} },
@@ -262,11 +262,7 @@ describe('device telemetry (extensions channel)', () => {
       client.push('extensions', 'geo:location:update', { latitude: 'north' });
       client.push('extensions', 'geo:location:update', [1, 2]);
       await settle(client);
-      let res = await t
-        .http()
-        .get(`${devicePath(identifier)}/health`)
-        .set(viewer.auth)
-        .expect(200);
+      let res = await healthOf(identifier);
       expect(res.body.data).toMatchObject({
         status: 'unknown',
         location: { source: 'geoip', latitude: 48.85, longitude: 2.35 },
@@ -276,11 +272,7 @@ describe('device telemetry (extensions channel)', () => {
         error_description: 'no answer',
       });
       await settle(client);
-      res = await t
-        .http()
-        .get(`${devicePath(identifier)}/health`)
-        .set(viewer.auth)
-        .expect(200);
+      res = await healthOf(identifier);
       expect(res.body.data.location).toEqual({ error_code: 'timeout', error_description: 'no answer' });
     });
 
@@ -289,11 +281,7 @@ describe('device telemetry (extensions channel)', () => {
       const { client } = await joined(identifier);
       client.push('extensions', 'health:report', { value: { metrics: { cpu_temp: 1 } } });
       await settle(client);
-      const res = await t
-        .http()
-        .get(`${devicePath(identifier)}/health`)
-        .set(viewer.auth)
-        .expect(200);
+      const res = await healthOf(identifier);
       expect(res.body.data.report).toBeNull();
       expect(client.pending()).toEqual([]);
     });

@@ -25,7 +25,7 @@ import {
 } from './ca-trust';
 import { CaTrustStore } from './ca-trust.store';
 import { CertificateAuthRepository, type DeviceRow } from './certificate-auth.repository';
-import { DeviceCertificatesRepository } from './device-certificates.repository';
+import { DeviceCertificatesRepository, newDeviceCertificate } from './device-certificates.repository';
 import {
   parseCertificate,
   type ParsedCertificate,
@@ -375,18 +375,7 @@ export class CertificateDeviceAuthenticator
       if (!created && keys.deviceHasCertificates && !keys.deviceHasKey)
         throw new Refused('unexpected_public_key');
       const inserted = await this.repository.insertThroughCa(
-        {
-          deviceId,
-          caCertificateId: ca.id,
-          serial: cert.serial,
-          aki: cert.aki,
-          ski: cert.ski,
-          notBefore: cert.notBefore,
-          notAfter: cert.notAfter,
-          der: cert.der,
-          fingerprint: cert.fingerprint,
-          publicKeyFingerprint: cert.publicKeyFingerprint,
-        },
+        { ...newDeviceCertificate(deviceId, cert), caCertificateId: ca.id },
         tx,
       );
       if (inserted) {

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readRows } from '../database/read-rows';
 import type { Queryable } from '../database/transactions';
+import type { ParsedCertificate } from './x509';
 
 /** A device certificate as the API answers for it. */
 export interface DeviceCertificateRow {
@@ -27,6 +28,21 @@ export interface NewDeviceCertificate {
   der: Buffer;
   fingerprint: string;
   publicKeyFingerprint: string;
+}
+
+/** What is stored of a parsed certificate registered for `deviceId`. */
+export function newDeviceCertificate(deviceId: string, cert: ParsedCertificate): NewDeviceCertificate {
+  return {
+    deviceId,
+    serial: cert.serial,
+    aki: cert.aki,
+    ski: cert.ski,
+    notBefore: cert.notBefore,
+    notAfter: cert.notAfter,
+    der: cert.der,
+    fingerprint: cert.fingerprint,
+    publicKeyFingerprint: cert.publicKeyFingerprint,
+  };
 }
 
 const RECORD = `serial, aki, ski, not_before, not_after, fingerprint, public_key_fingerprint, last_used, inserted_at`;

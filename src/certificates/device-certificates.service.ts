@@ -16,6 +16,7 @@ import {
   type DeviceCertificateRow,
   DeviceCertificatesRepository,
   type NewDeviceCertificate,
+  newDeviceCertificate,
 } from './device-certificates.repository';
 import { hex, isSerial, type ParsedCertificate, readCertificateField } from './x509';
 
@@ -100,20 +101,7 @@ export class DeviceCertificatesService {
           const owners = await this.cas.orgsOfKey(cert.aki, tx);
           if (owners.length > 0 && !owners.includes(access.orgId)) refuse(CA_OF_ANOTHER_ORG);
         }
-        const inserted = await this.certificates.insert(
-          {
-            deviceId: device.id,
-            serial: cert.serial,
-            aki: cert.aki,
-            ski: cert.ski,
-            notBefore: cert.notBefore,
-            notAfter: cert.notAfter,
-            der: cert.der,
-            fingerprint: cert.fingerprint,
-            publicKeyFingerprint: cert.publicKeyFingerprint,
-          },
-          tx,
-        );
+        const inserted = await this.certificates.insert(newDeviceCertificate(device.id, cert), tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -225,17 +213,7 @@ export class DeviceCertificatesService {
       } else if ([...(holders.get(cert.publicKeyFingerprint) ?? [])].some((holder) => holder !== deviceId)) {
         outcomes[index] = { refused: KEY_OF_ANOTHER_DEVICE };
       } else {
-        toInsert.push({
-          deviceId,
-          serial: cert.serial,
-          aki: cert.aki,
-          ski: cert.ski,
-          notBefore: cert.notBefore,
-          notAfter: cert.notAfter,
-          der: cert.der,
-          fingerprint: cert.fingerprint,
-          publicKeyFingerprint: cert.publicKeyFingerprint,
-        });
+        toInsert.push(newDeviceCertificate(deviceId, cert));
       }
     });
     const inserted = await this.certificates.insertMany(toInsert, tx);

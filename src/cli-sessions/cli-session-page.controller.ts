@@ -1,8 +1,8 @@
-import { Body, Controller, Get, Header, Ip, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Ip, Param, Post, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Public } from '../common/auth/decorators';
 import { CurrentFormCsrf, type FormCsrf } from '../common/http/form-csrf';
+import { answerPage, PageRoute } from '../common/http/page-route';
 import { cliSessionPage } from './cli-session-page';
 import { type CliSessionForm, CliSessionsService } from './cli-sessions.service';
 
@@ -13,23 +13,17 @@ export class CliSessionPageController {
   constructor(private readonly sessions: CliSessionsService) {}
 
   @Get()
-  @Public()
-  @Header('Content-Type', 'text/html; charset=utf-8')
-  @Header('Cache-Control', 'no-store')
+  @PageRoute()
   async show(
     @Param('token') token: string,
     @CurrentFormCsrf() csrf: FormCsrf,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const page = cliSessionPage(await this.sessions.page(token), csrf.token);
-    res.status(page.status);
-    return page.html;
+    return answerPage(res, cliSessionPage(await this.sessions.page(token), csrf.token));
   }
 
   @Post()
-  @Public()
-  @Header('Content-Type', 'text/html; charset=utf-8')
-  @Header('Cache-Control', 'no-store')
+  @PageRoute()
   async submit(
     @Param('token') token: string,
     @Body() form: CliSessionForm,
@@ -37,8 +31,9 @@ export class CliSessionPageController {
     @Ip() ip: string,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const page = cliSessionPage(await this.sessions.submit(token, form, csrf.passed, ip), csrf.token);
-    res.status(page.status);
-    return page.html;
+    return answerPage(
+      res,
+      cliSessionPage(await this.sessions.submit(token, form, csrf.passed, ip), csrf.token),
+    );
   }
 }

@@ -150,7 +150,7 @@ export class DevicesRepository {
     return rows[0]?.identifier;
   }
 
-  /** The device with this identifier (identifiers are unique across products) and its product, or null. */
+  /** The device's extension settings and its product's (see allowedExtensions), or null when it is gone. */
   async extensionSettings(deviceId: string): Promise<{ product: unknown; device: unknown } | null> {
     const rows: { product: unknown; device: unknown }[] = await this.db.query(
       `SELECT p.extensions AS product, d.extensions AS device
@@ -160,6 +160,7 @@ export class DevicesRepository {
     return rows[0] ?? null;
   }
 
+  /** The device with this identifier (identifiers are unique across products) and its product, or null. */
   async findProductByIdentifier(identifier: string): Promise<{ id: string; product_id: string } | null> {
     const rows: { id: string; product_id: string }[] = await this.db.query(
       `SELECT id, product_id FROM devices WHERE identifier = $1`,

@@ -1,8 +1,8 @@
-import { Body, Controller, Get, Header, Ip, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Ip, Param, Post, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Public } from '../common/auth/decorators';
 import { CurrentFormCsrf, type FormCsrf } from '../common/http/form-csrf';
+import { answerPage, PageRoute } from '../common/http/page-route';
 import { invitationPage } from './invitation-page';
 import { type InvitationForm, InvitationsService } from './invitations.service';
 
@@ -13,23 +13,17 @@ export class InvitationPageController {
   constructor(private readonly invitations: InvitationsService) {}
 
   @Get()
-  @Public()
-  @Header('Content-Type', 'text/html; charset=utf-8')
-  @Header('Cache-Control', 'no-store')
+  @PageRoute()
   async show(
     @Param('token') token: string,
     @CurrentFormCsrf() csrf: FormCsrf,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const page = invitationPage(await this.invitations.page(token), csrf.token);
-    res.status(page.status);
-    return page.html;
+    return answerPage(res, invitationPage(await this.invitations.page(token), csrf.token));
   }
 
   @Post()
-  @Public()
-  @Header('Content-Type', 'text/html; charset=utf-8')
-  @Header('Cache-Control', 'no-store')
+  @PageRoute()
   async accept(
     @Param('token') token: string,
     @Body() form: InvitationForm,
@@ -37,8 +31,9 @@ export class InvitationPageController {
     @Ip() ip: string,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const page = invitationPage(await this.invitations.accept(token, form, csrf.passed, ip), csrf.token);
-    res.status(page.status);
-    return page.html;
+    return answerPage(
+      res,
+      invitationPage(await this.invitations.accept(token, form, csrf.passed, ip), csrf.token),
+    );
   }
 }
