@@ -34,7 +34,10 @@ const PER_WORKER = 1000;
 const JOIN_GOAL_MS = 30_000;
 const DB_RECOVERY_GOAL_MS = 5_000;
 const CHECK_INTERVAL_MS = 500;
-/** Longer than HAProxy's `fall 2` checks (2 × 500 ms) plus one check in flight. */
+/**
+ * Longer than HAProxy takes to stop routing to a stopping instance: the next check (every 500 ms), the confirming
+ * one 250 ms after it (`fastinter`), each answered in up to about 0.5 s here under load.
+ */
 const DRAIN_MS = 2_000;
 
 interface Answer {
@@ -44,10 +47,11 @@ interface Answer {
 
 type Phase = 'warm-up' | 'rolling' | 'kill' | 'postgres' | 'settle';
 
-/** One API client's view of a failed attempt: what it got, during which phase. */
+/** One API client's view of a failed attempt: what it got, during which phase, when (epoch ms). */
 interface Failure {
   phase: Phase;
   what: string;
+  at: number;
 }
 
 function cli(env: NodeJS.ProcessEnv, ...args: string[]): Promise<string> {
@@ -290,7 +294,7 @@ async function main(): Promise<string[]> {
               last = identifier;
               break;
             }
-            failed.push({ phase, what: `POST ${r.status} ${r.body.slice(0, 100)}` });
+            failed.push({ phase, what: `POST ${r.status} ${r.body.slice(0, 100)}`, at: Date.now() });
             if (r.status !== 0 && r.status < 500) break; // a client error: a real failure, not retried
             if (tries >= 40) {
               unresolved.push(identifier);
@@ -307,7 +311,7 @@ async function main(): Promise<string[]> {
               if (!r.body.includes(`"identifier":"${last}"`)) readMismatches++;
               break;
             }
-            failed.push({ phase, what: `GET ${r.status} ${r.body.slice(0, 100)}` });
+            failed.push({ phase, what: `GET ${r.status} ${r.body.slice(0, 100)}`, at: Date.now() });
             if (r.status === 404) readMismatches++;
             if ((r.status !== 0 && r.status < 500) || tries >= 40) break;
             await sleep(250);
@@ -330,6 +334,8 @@ async function main(): Promise<string[]> {
       upgradeFrameMs: number | null;
       apiErrors: number;
       apiErrorSamples: string[];
+      /** When each failed request failed, in ms after the SIGTERM (the first 10). */
+      apiErrorsAfterSigtermMs: number[];
     }
     const restarts: Restart[] = [];
     /** Finds a device that is not joined (disconnected by the restart) and pushes an update to it. */
@@ -344,7 +350,7 @@ async function main(): Promise<string[]> {
           const sent = Date.now();
           const r = await attempt('POST', `${base}/devices/${target}/upgrade`, json({ uuid }));
           if (r.status >= 300) {
-            failed.push({ phase, what: `upgrade ${r.status} ${r.body.slice(0, 100)}` });
+            failed.push({ phase, what: `upgrade ${r.status} ${r.body.slice(0, 100)}`, at: Date.now() });
             return { target, sent, ok: false };
           }
           return { target, sent, ok: true };
@@ -357,6 +363,7 @@ async function main(): Promise<string[]> {
       const name = topology.instances[i].name;
       const errorsBefore = failed.length;
       const t0 = Date.now();
+      print(`+${((t0 - t00) / 1000).toFixed(1)} s SIGTERM to ${name}`);
       const stopping = topology.stopInstance(i);
       const pushed = pushUpdateToDisconnected(t0 + DRAIN_MS + 5_000);
       // The instance closes its device sockets during the drain: once it has exited, every one of them has been
@@ -387,6 +394,7 @@ async function main(): Promise<string[]> {
         upgradeFrameMs,
         apiErrors: failed.length - errorsBefore,
         apiErrorSamples: [...new Set(failed.slice(errorsBefore).map((f) => f.what.slice(0, 80)))].slice(0, 3),
+        apiErrorsAfterSigtermMs: failed.slice(errorsBefore, errorsBefore + 10).map((f) => f.at - t0),
       };
       print(`restart ${JSON.stringify(r)}`);
       return r;
@@ -576,7 +584,7 @@ async function main(): Promise<string[]> {
       `### Rolling restart through HAProxy: observed (\`npm run check:rolling-restart:haproxy\`, ${new Date().toISOString().slice(0, 10)})
 
 \`scripts/topology.ts\` on one machine: an embedded PostgreSQL, two instances (\`FLEETHUB_SHUTDOWN_DRAIN_MS=${DRAIN_MS}\`)
-and HAProxy ${'2.6'} with docker/haproxy.cfg's settings (health checks on \`/readyz\` every ${CHECK_INTERVAL_MS} ms).
+and HAProxy ${'2.6'} with docker/haproxy.cfg's settings (health checks on \`/readyz\` every ${CHECK_INTERVAL_MS} ms, ${CHECK_INTERVAL_MS / 2} ms after a failed one).
 ${CLIENTS} API clients on keep-alive connections to HAProxy alternate a device create and a read of their last
 create; ${DEVICES} simulated devices hold device sockets through HAProxy. Load average ${result.loadAverageStart.join(' / ')}
 at the start, ${result.loadAverageEnd.join(' / ')} at the end (2 cores, shared with other work).

@@ -85,7 +85,7 @@ export function findHaproxy(
 
 /**
  * docker/haproxy.cfg with this machine's addresses: the frontend on 127.0.0.1:`port`, one `server` line per
- * instance, the check interval `inter`, and a stats socket (admin level) for the topology's own queries. Everything
+ * instance, the check intervals `inter` and `fastinter` (half of it), and a stats socket (admin level) for the topology's own queries. Everything
  * else (timeouts, `balance leastconn`, `option httpchk GET /readyz`, `option redispatch`, `retries`, `retry-on`)
  * is the file's. Throws when the file no longer has the lines it rewrites.
  */
@@ -108,6 +108,11 @@ export function haproxyConfig(
   let cfg = template;
   cfg = replace(cfg, /^(\s*)bind :4000$/m, `$1bind 127.0.0.1:${p.port}`);
   cfg = replace(cfg, /^(\s*default-server .*\binter )\S+/m, `$1${p.interMs}ms`);
+  cfg = replace(
+    cfg,
+    /^(\s*default-server .*\bfastinter )\S+/m,
+    `$1${Math.max(100, Math.round(p.interMs / 2))}ms`,
+  );
   cfg = cfg.replace(
     /^(\s*maxconn )(\d+)$/m,
     (_, head: string, n: string) => `${head}${Math.min(Number(n), Math.floor((p.fdLimit - 100) / 2))}`,

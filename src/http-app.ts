@@ -43,7 +43,7 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
   // What every request gets first, in one middleware: each Express layer is a router step on every request.
   const logRequest = logger.requestLogger();
   const watchTimeout = requestTimeout(config.requestTimeoutMs, logger);
-  const connections = new ConnectionDrain();
+  const connections = new ConnectionDrain(app.getHttpServer() as Server);
   app.get(ShutdownState).onDrain(() => connections.start());
   app.use((req: Request, res: Response, next: NextFunction) => {
     connections.track(req, res);

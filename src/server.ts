@@ -56,12 +56,11 @@ function listen(server: Server, port: number, host: string): Promise<void> {
  * hooks have run, would find the database already closing under requests in flight); past `limitMs`, cuts them.
  */
 async function stopServing(
-  server: Server,
   connections: ConnectionDrain,
   limitMs: number,
   logger: AppLogger,
 ): Promise<number> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const closed = connections.closeListener();
   let timer: NodeJS.Timeout | undefined;
   const limitReached = Number.isFinite(limitMs)
     ? new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), limitMs)))
@@ -70,7 +69,7 @@ async function stopServing(
   clearTimeout(timer);
   connections.stop();
   if (cutOff !== true) return 0;
-  const cut = connections.cutAll(server);
+  const cut = connections.cutAll();
   if (cut === 0) return 0;
   logger.pino.warn(
     { context: 'Shutdown', limitMs, cut },
@@ -110,12 +109,12 @@ export async function startServer(config: AppConfig, options: ServerOptions = {}
       drain: (periodMs) => app.get(ShutdownState).startDraining(periodMs),
       close: (limitMs = Infinity) =>
         (closing ??= (async () => {
-          const cut = await stopServing(app.getHttpServer(), connections, limitMs, logger);
+          const cut = await stopServing(connections, limitMs, logger);
           await app.close();
           await location.release();
           return cut;
         })()),
-      cut: () => connections.cutAll(app.getHttpServer()),
+      cut: () => connections.cutAll(),
     };
   } catch (err) {
     await location.release();

@@ -18,7 +18,7 @@ describe('scripts/topology.ts: the HAProxy configuration of the no-container top
     const cfg = haproxyConfig(template, params);
     expect(cfg).toMatch(/^\s*bind 127\.0\.0\.1:41000$/m);
     expect(cfg).not.toMatch(/bind :4000/);
-    expect(cfg).toMatch(/^\s*default-server check inter 500ms fall 2 rise 2$/m);
+    expect(cfg).toMatch(/^\s*default-server check inter 500ms fastinter 250ms fall 2 rise 2$/m);
     expect(cfg).toMatch(/^\s*stats socket \/tmp\/fleethub-test-haproxy\.sock mode 600 level admin$/m);
     // maxconn fits the descriptors HAProxy may open (two per proxied connection).
     expect(cfg).toMatch(/^\s*maxconn 9950$/m);
