@@ -81,6 +81,35 @@ describe('ConnectionDrain', () => {
     await closing;
   });
 
+  it('leaves an upgraded socket to its own handler, and destroys an upgrade nobody handles', async () => {
+    const upgrade =
+      'GET /socket HTTP/1.1\r\nHost: fleethub\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n';
+    const unhandled = await open(port);
+    unhandled.socket.write(upgrade);
+    expect(await unhandled.closed).toBeNull();
+    expect(unhandled.received()).toBe('');
+
+    // A handler as the device gateway's: it answers 101, then reads the socket until its end.
+    server.on('upgrade', (_req, socket: Socket) => {
+      socket.write('HTTP/1.1 101 Switching Protocols\r\n\r\n');
+      socket.on('end', () => socket.destroy()).resume();
+    });
+    // A request first, then the upgrade on the same connection (a balancer reuses its connections).
+    const upgraded = await open(port);
+    upgraded.socket.write('GET / HTTP/1.1\r\nHost: fleethub\r\n\r\n');
+    await sleep(50);
+    upgraded.socket.write(upgrade);
+    await sleep(50);
+    drain.start();
+    const closing = drain.closeListener();
+    await sleep(3 * IDLE_SWEEP_MS);
+    // Silent for three sweep periods, and still open: not the sweep's.
+    expect(upgraded.socket.destroyed).toBe(false);
+    expect(upgraded.received()).toMatch(/HTTP\/1\.1 101 Switching Protocols\r\n\r\n$/);
+    upgraded.socket.destroy();
+    await closing;
+  });
+
   it('does not close the listener on connections the kernel has accepted and the process has not yet taken', async () => {
     // A client process connects and sends its requests while this event loop is blocked: they wait in the
     // listener's backlog, as they do behind a balancer when the process is busy. Closing the listener now would

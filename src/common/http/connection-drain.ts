@@ -10,17 +10,9 @@ export const LISTENER_QUIET_MAX_MS = 1000;
 
 const RESPONSE = Symbol('response');
 const BYTES_READ_AT_SWEEP = Symbol('bytesReadAtSweep');
-const UPGRADED = Symbol('upgraded');
 
-/**
- * An accepted socket: its latest response (once it has carried a request), what the last sweep saw of it, and
- * whether it has become a device socket (an upgrade: the device gateway closes those itself, over the drain).
- */
-type TrackedSocket = Socket & {
-  [RESPONSE]?: ServerResponse;
-  [BYTES_READ_AT_SWEEP]?: number;
-  [UPGRADED]?: true;
-};
+/** An accepted socket: its latest response (once it has carried a request), and what the last sweep saw of it. */
+type TrackedSocket = Socket & { [RESPONSE]?: ServerResponse; [BYTES_READ_AT_SWEEP]?: number };
 
 /**
  * Lets the keep-alive HTTP connections go when the process stops, without cutting a request: from the start of
@@ -46,9 +38,9 @@ export class ConnectionDrain {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
     });
+    // A device socket (an upgrade) is no longer HTTP: the device gateway closes those itself, over the drain.
     server.on('upgrade', (req: IncomingMessage) => {
       const socket = req.socket as TrackedSocket;
-      socket[UPGRADED] = true;
       this.sockets.delete(socket);
       // Alone here (no gateway), this listener must not keep the socket open: Node destroys unhandled upgrades.
       if (server.listenerCount('upgrade') === 1) socket.destroy();
