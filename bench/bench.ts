@@ -26,6 +26,7 @@ import {
   type ScenarioResult,
   type UploadRun,
   summarise,
+  withPublishedChecks,
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
@@ -897,7 +898,9 @@ async function main(): Promise<void> {
       // Formatted as `npm run format:check` expects (tables aligned by Prettier).
       const mdPath = join(ROOT, 'docs/benchmarks.md');
       const config = (await resolveConfig(mdPath)) ?? {};
-      await writeFile(mdPath, await format(renderMarkdown(report), { ...config, filepath: mdPath }));
+      const current = existsSync(mdPath) ? await readFile(mdPath, 'utf8') : '';
+      const markdown = withPublishedChecks(renderMarkdown(report), current);
+      await writeFile(mdPath, await format(markdown, { ...config, filepath: mdPath }));
       log('wrote docs/benchmarks.md and bench/benchmarks.json');
     }
     for (const g of goals)

@@ -150,6 +150,20 @@ function earlierRuns(merged: MergedFrom): string {
     .join('; ');
 }
 
+export const PUBLISHED_CHECKS_HEADING =
+  '## Reliability checks\n\nPublished by their own scripts (not `npm run bench`), kept here when the harness rewrites this file.';
+
+/**
+ * The sections other scripts publish in docs/benchmarks.md (`<!-- check:NAME -->` … `<!-- /check:NAME -->`, e.g.
+ * the rolling restart through HAProxy): the harness rewrites the file from its report and keeps them as they are,
+ * after its own.
+ */
+export function withPublishedChecks(rendered: string, current: string): string {
+  const blocks = current.match(/<!-- (check:[\w:-]+) -->[\s\S]*?<!-- \/\1 -->/g) ?? [];
+  if (blocks.length === 0) return rendered;
+  return `${rendered.trimEnd()}\n\n${PUBLISHED_CHECKS_HEADING}\n\n${blocks.join('\n\n')}\n`;
+}
+
 export function renderMarkdown(r: Report): string {
   const m = r.machine;
   const lines: string[] = [];
@@ -310,6 +324,9 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push(
     '# BENCH_DATABASE_URL=postgres://... uses that database instead of the embedded one in .bench-data/',
+  );
+  lines.push(
+    'npm run check:rolling-restart:haproxy   # the rolling restart below (apt-get install -y haproxy; ~2.5 minutes)',
   );
   lines.push('```');
   lines.push('');
