@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
-import { SHUTDOWN_CLOSE_CODE } from '../src/gateway/device-gateway';
+import { DeviceGateway, SHUTDOWN_CLOSE_CODE } from '../src/gateway/device-gateway';
 import { ShutdownState } from '../src/health/shutdown-state';
 import { DeviceSocketClient } from './support/device-socket-client';
 import { eventually } from './support/eventually';
@@ -294,6 +294,39 @@ describe('shutdown', () => {
       expect(offsets[0]).toBeLessThan(drainMs / 5);
       expect(offsets[offsets.length - 1]).toBeGreaterThanOrEqual((drainMs * 4) / 5 - 100);
       expect(offsets[offsets.length - 1]).toBeLessThan(drainMs + 1000);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('cuts a device socket whose device does not answer the close frame 1 s after the drain closed it', async () => {
+    const authenticator = new FakeAuthenticator();
+    const t = await createTestApp(
+      {},
+      { databaseUrl: database.url, overrides: [{ provide: DeviceAuthenticator, useValue: authenticator }] },
+    );
+    authenticator.db = t.db;
+    try {
+      const { url } = await listenOnLoopback(t);
+      const identifier = `silent-${randomBytes(3).toString('hex')}`;
+      await t.fixtures.devices(user, org, product, [identifier]);
+      const device = await DeviceSocketClient.connect(url, { 'x-test-device': identifier });
+      const gateway = t.app.get(DeviceGateway);
+      expect(gateway.connectionCount).toBe(1);
+      // It reads nothing more: the close frame stays unanswered.
+      device.ws.pause();
+      const startedAt = Date.now();
+      t.app.get(ShutdownState).startDraining(0);
+      await sleep(500);
+      expect(gateway.connectionCount).toBe(1);
+      await eventually(
+        () => gateway.connectionCount,
+        (count) => count === 0,
+      );
+      const cutAfterMs = Date.now() - startedAt;
+      expect(cutAfterMs).toBeGreaterThanOrEqual(900);
+      expect(cutAfterMs).toBeLessThan(1800);
+      device.ws.resume();
     } finally {
       await t.close();
     }

@@ -90,15 +90,15 @@ export class DeviceConnection {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
   }
 
-  /** Closes cleanly, and for good after a short grace period. */
-  close(code: number, reason: string): Promise<void> {
+  /** Closes cleanly, and for good when the device has not answered the close frame within `graceMs`. */
+  close(code: number, reason: string, graceMs = 2000): Promise<void> {
     const { ws } = this;
     if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         ws.terminate();
         resolve();
-      }, 2000);
+      }, graceMs);
       timer.unref();
       ws.once('close', () => {
         clearTimeout(timer);

@@ -52,6 +52,11 @@ export const SHUTDOWN_CLOSE_CODE = 1001;
 export const SHUTDOWN_CLOSE_REASON = 'server shutting down';
 /** During a drain, device sockets due to close are closed at this pace (each tick closes those due by then). */
 const DRAIN_TICK_MS = 50;
+/**
+ * How long a device closed by the drain has to answer the close frame before its socket is cut (it has the 1001
+ * already, and reconnects either way): the last ones close at the drain's end, and the listener waits for them.
+ */
+const DRAIN_CLOSE_GRACE_MS = 1000;
 
 /**
  * The device socket server: a `ws` server on the HTTP server's `upgrade` event (authentication happens before
@@ -155,7 +160,7 @@ export class DeviceGateway implements OnApplicationBootstrap, BeforeApplicationS
       const due =
         elapsed >= periodMs ? closing.length : Math.floor((closing.length * elapsed) / periodMs) + 1;
       for (; closed < Math.min(due, closing.length); closed++) {
-        void closing[closed].close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON);
+        void closing[closed].close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON, DRAIN_CLOSE_GRACE_MS);
       }
       if (closed === closing.length && this.drainTimer) clearInterval(this.drainTimer);
     };
