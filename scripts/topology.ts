@@ -85,9 +85,10 @@ export function findHaproxy(
 
 /**
  * docker/haproxy.cfg with this machine's addresses: the frontend on 127.0.0.1:`port`, one `server` line per
- * instance, the check intervals `inter` and `fastinter` (half of it), and a stats socket (admin level) for the topology's own queries. Everything
- * else (timeouts, `balance leastconn`, `option httpchk GET /readyz`, `option redispatch`, `retries`, `retry-on`)
- * is the file's. Throws when the file no longer has the lines it rewrites.
+ * instance, the check intervals `inter` and `fastinter` (half of it), and a stats socket (admin level) for the
+ * topology's own queries. Everything else (timeouts, `balance leastconn`, `option httpchk GET /readyz`,
+ * `option redispatch`, `retries`, `retry-on`) is the file's. Throws when the file no longer has the lines it
+ * rewrites.
  */
 export function haproxyConfig(
   template: string,
