@@ -93,6 +93,11 @@ async function main(): Promise<string[]> {
       if (source !== 'haproxy' && line.includes('"context":"Shutdown"')) {
         print(`+${((Date.now() - t00) / 1000).toFixed(1)} s [${source}] ${line.slice(0, 300)}`);
       }
+      // The topology's own lines: the database's address (not an error), an instance's exit or a failed stop.
+      if (source === 'topology' && !/exited on its own|stop:/.test(line)) {
+        print(`+${((Date.now() - t00) / 1000).toFixed(1)} s [topology] ${line}`);
+        return;
+      }
       if (source !== 'haproxy') {
         // Errors of the instances (level 50+, or text that is not a log record: a crash's stack) and exits.
         const level = /^\{"level":(\d+)/.exec(line)?.[1];
