@@ -13,7 +13,7 @@ import { FakeAuthenticator } from './support/fake-authenticator';
 import type { TestUser } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
 import { type ServerProcess, startServerProcess } from './support/server-process';
-import { createTestApp } from './support/test-app';
+import { createTestApp, type TestApp } from './support/test-app';
 import { createTestDatabase } from './support/test-database';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -263,7 +263,8 @@ describe('shutdown', () => {
     ]);
   });
 
-  it('closes device sockets one after another over the drain and refuses new ones meanwhile', async () => {
+  /** An in-process app on loopback whose device sockets authenticate by `x-test-device`; closed after `run`. */
+  async function withDeviceApp(run: (t: TestApp, url: string) => Promise<void>): Promise<void> {
     const authenticator = new FakeAuthenticator();
     const t = await createTestApp(
       {},
@@ -271,7 +272,14 @@ describe('shutdown', () => {
     );
     authenticator.db = t.db;
     try {
-      const { url } = await listenOnLoopback(t);
+      await run(t, (await listenOnLoopback(t)).url);
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('closes device sockets one after another over the drain and refuses new ones meanwhile', async () => {
+    await withDeviceApp(async (t, url) => {
       const identifiers = Array.from(
         { length: 5 },
         (_, i) => `drained-${i}-${randomBytes(3).toString('hex')}`,
@@ -294,20 +302,11 @@ describe('shutdown', () => {
       expect(offsets[0]).toBeLessThan(drainMs / 5);
       expect(offsets[offsets.length - 1]).toBeGreaterThanOrEqual((drainMs * 4) / 5 - 100);
       expect(offsets[offsets.length - 1]).toBeLessThan(drainMs + 1000);
-    } finally {
-      await t.close();
-    }
+    });
   });
 
   it('cuts a device socket whose device does not answer the close frame 1 s after the drain closed it', async () => {
-    const authenticator = new FakeAuthenticator();
-    const t = await createTestApp(
-      {},
-      { databaseUrl: database.url, overrides: [{ provide: DeviceAuthenticator, useValue: authenticator }] },
-    );
-    authenticator.db = t.db;
-    try {
-      const { url } = await listenOnLoopback(t);
+    await withDeviceApp(async (t, url) => {
       const identifier = `silent-${randomBytes(3).toString('hex')}`;
       await t.fixtures.devices(user, org, product, [identifier]);
       const device = await DeviceSocketClient.connect(url, { 'x-test-device': identifier });
@@ -327,8 +326,6 @@ describe('shutdown', () => {
       expect(cutAfterMs).toBeGreaterThanOrEqual(900);
       expect(cutAfterMs).toBeLessThan(1800);
       device.ws.resume();
-    } finally {
-      await t.close();
-    }
+    });
   });
 });
