@@ -106,6 +106,17 @@ describe('fleethub demo', () => {
       );
       const products = await api('/api/orgs/demo/products').expect(200);
       expect(products.body.data.map((p: { name: string }) => p.name).sort()).toEqual(['gateway', 'sensor']);
+      const extensions = {
+        health: false,
+        geo: false,
+        local_shell: false,
+        logging: false,
+        network_identity: true,
+      };
+      await api('/api/orgs/demo/products/gateway/extensions').expect(200, { data: extensions });
+      await api('/api/orgs/demo/products/sensor/extensions').expect(200, {
+        data: { ...extensions, health: true, geo: true, logging: true },
+      });
       const firmwares = await api('/api/orgs/demo/products/gateway/firmwares').expect(200);
       expect(firmwares.body.data.map((f: { version: string }) => f.version)).toEqual([
         '1.2.0',

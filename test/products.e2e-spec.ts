@@ -15,7 +15,13 @@ const DEFAULTS = {
   allow_unsigned_esp_idf_firmware: false,
   allowed_update_tools: ['fwup'],
   require_unique_firmware_version: true,
-  extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
+};
+const EXTENSION_DEFAULTS = {
+  health: false,
+  geo: false,
+  local_shell: false,
+  logging: false,
+  network_identity: true,
 };
 
 describe('products', () => {
@@ -163,7 +169,7 @@ describe('products', () => {
         require_unique_firmware_version: true,
       };
       const res = await patch(body).expect(200);
-      expect(res.body.data).toEqual({ name: 'settings', ...body, extensions: DEFAULTS.extensions });
+      expect(res.body.data).toEqual({ name: 'settings', ...body });
     });
 
     it('an empty body changes nothing', async () => {
@@ -300,7 +306,6 @@ describe('products', () => {
             allow_unsigned_esp_idf_firmware: true,
             allowed_update_tools: ['fwup', 'esp-idf'],
             require_unique_firmware_version: false,
-            extensions: DEFAULTS.extensions,
           });
           expect(await shown()).toEqual(res.body);
           const reset = await patch({ product: { allow_unsigned_esp_idf_firmware: false } }, method).expect(
@@ -335,6 +340,157 @@ describe('products', () => {
         );
         expect(await shown()).toEqual(before);
       });
+    });
+  });
+
+  describe('extension settings: GET / PATCH .../products/{product}/extensions', () => {
+    const url = (product: string) => `/api/orgs/${org}/products/${product}/extensions`;
+    const patch = (product: string, body: unknown, who = admin) =>
+      t
+        .http()
+        .patch(url(product))
+        .set(who.auth)
+        .send(body as object);
+    const stored = async (product: string) =>
+      (await t.http().get(url(product)).set(admin.auth).expect(200)).body;
+    beforeAll(async () => {
+      await create('ext-bad').expect(201);
+    });
+
+    it('the Product record has exactly the spec five fields in every answer', async () => {
+      const created = await create('record-shape').expect(201);
+      const shown = await t.http().get(`/api/orgs/${org}/products/record-shape`).set(admin.auth).expect(200);
+      const listed = await t.http().get(`/api/orgs/${org}/products`).set(admin.auth).expect(200);
+      const updated = await t
+        .http()
+        .patch(`/api/orgs/${org}/products/record-shape`)
+        .set(admin.auth)
+        .send({ require_unique_firmware_version: false })
+        .expect(200);
+      const fields = ['name', ...Object.keys(DEFAULTS)].sort();
+      for (const record of [
+        created.body.data,
+        shown.body.data,
+        updated.body.data,
+        ...listed.body.data,
+      ] as object[]) {
+        expect(Object.keys(record).sort()).toEqual(fields);
+      }
+    });
+
+    it('a new product enables network_identity only', async () => {
+      await create('ext-defaults').expect(201);
+      expect(await stored('ext-defaults')).toEqual({ data: EXTENSION_DEFAULTS });
+    });
+
+    it('changes only the names sent (booleans or "true"/"false", wrapped or not) and answers every setting', async () => {
+      await create('ext-change').expect(201);
+      const first = await patch('ext-change', { health: true, logging: 'true' }).expect(200);
+      expect(first.body).toEqual({ data: { ...EXTENSION_DEFAULTS, health: true, logging: true } });
+      const second = await patch('ext-change', {
+        extensions: { network_identity: 'false', geo: true },
+      }).expect(200);
+      const expected = {
+        health: true,
+        geo: true,
+        local_shell: false,
+        logging: true,
+        network_identity: false,
+      };
+      expect(second.body).toEqual({ data: expected });
+      expect(await stored('ext-change')).toEqual({ data: expected });
+      const [row] = await t.db.query(
+        `SELECT p.extensions FROM products p JOIN orgs o ON o.id = p.org_id WHERE o.name = $1 AND p.name = $2`,
+        [org, 'ext-change'],
+      );
+      expect(row.extensions).toEqual(expected);
+    });
+
+    it('an empty body changes nothing', async () => {
+      await create('ext-empty').expect(201);
+      await patch('ext-empty', { geo: true }).expect(200);
+      const before = await stored('ext-empty');
+      expect((await patch('ext-empty', {}).expect(200)).body).toEqual(before);
+      expect((await patch('ext-empty', { extensions: {} }).expect(200)).body).toEqual(before);
+      expect(await stored('ext-empty')).toEqual(before);
+    });
+
+    it.each([
+      [{ nope: true, health: true }, { nope: [expect.stringContaining('is not an extension')] }],
+      [{ health: 'yes' }, { health: ['must be true or false'] }],
+      [{ geo: null }, { geo: ['must be true or false'] }],
+      [{ logging: 1 }, { logging: ['must be true or false'] }],
+      [{ extensions: 'all' }, { extensions: ['must be a JSON object'] }],
+      [
+        { extensions: { health: true }, geo: true },
+        { geo: [expect.stringContaining('is not an extension')] },
+      ],
+    ])('refuses %j with a 422 naming each field, and changes nothing', async (body, errors) => {
+      const before = await stored('ext-bad');
+      const res = await patch('ext-bad', body).expect(422);
+      expect(res.body).toEqual(fieldErrors(errors));
+      expect(await stored('ext-bad')).toEqual(before);
+    });
+
+    it('the product update takes no extensions: the contract 422 for an unknown field, nothing changed', async () => {
+      await create('ext-moved').expect(201);
+      for (const body of [
+        { extensions: { health: true } },
+        { product: { extensions: { health: true }, require_unique_firmware_version: false } },
+      ]) {
+        const res = await t
+          .http()
+          .patch(`/api/orgs/${org}/products/ext-moved`)
+          .set(admin.auth)
+          .send(body)
+          .expect(422);
+        expect(res.body).toEqual(fieldErrors({ extensions: ['is not a product setting'] }));
+      }
+      expect(await stored('ext-moved')).toEqual({ data: EXTENSION_DEFAULTS });
+      const shown = await t.http().get(`/api/orgs/${org}/products/ext-moved`).set(admin.auth).expect(200);
+      expect(shown.body.data.require_unique_firmware_version).toBe(true);
+    });
+
+    it('concurrent changes of different extensions all stay', async () => {
+      await create('ext-race').expect(201);
+      await Promise.all([
+        patch('ext-race', { health: true }).expect(200),
+        patch('ext-race', { geo: true }).expect(200),
+        patch('ext-race', { logging: true }).expect(200),
+        patch('ext-race', { local_shell: true }).expect(200),
+      ]);
+      expect(await stored('ext-race')).toEqual({
+        data: { health: true, geo: true, local_shell: true, logging: true, network_identity: true },
+      });
+    });
+
+    it('is audited with what changed', async () => {
+      await create('ext-audit').expect(201);
+      await patch('ext-audit', { health: 'true' }).expect(200);
+      const rows = await t.db.query(
+        `SELECT details FROM audit_logs WHERE action = 'product.extensions.update' AND target_id = 'ext-audit'`,
+      );
+      expect(rows.map((r: { details: unknown }) => r.details)).toEqual([{ health: true }]);
+    });
+
+    it('roles: view reads, manage changes; outsiders and unknown products get the constant 404', async () => {
+      const [viewer, manager, outsider] = await Promise.all([
+        t.fixtures.user(),
+        t.fixtures.user(),
+        t.fixtures.user(),
+      ]);
+      await t.fixtures.addMember(org, viewer, 'view');
+      await t.fixtures.addMember(org, manager, 'manage');
+      await create('ext-roles').expect(201);
+      await t.http().get(url('ext-roles')).set(viewer.auth).expect(200, { data: EXTENSION_DEFAULTS });
+      await patch('ext-roles', { health: true }, viewer).expect(403, NOT_FOUND);
+      await patch('ext-roles', { health: true }, manager).expect(200);
+      await t.http().get(url('ext-roles')).set(outsider.auth).expect(404, NOT_FOUND);
+      await patch('ext-roles', { geo: true }, outsider).expect(404, NOT_FOUND);
+      await t.http().get(url('no-such-product')).set(admin.auth).expect(404, NOT_FOUND);
+      await patch('no-such-product', { geo: true }).expect(404, NOT_FOUND);
+      await t.http().get(url('ext-roles')).expect(401, UNAUTHORIZED);
+      expect(await stored('ext-roles')).toEqual({ data: { ...EXTENSION_DEFAULTS, health: true } });
     });
   });
 

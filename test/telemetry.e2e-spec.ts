@@ -54,9 +54,9 @@ describe('device telemetry (extensions channel)', () => {
     await t.fixtures.product(admin, org, plain);
     await t
       .http()
-      .put(`/api/orgs/${org}/products/${product}`)
+      .patch(`/api/orgs/${org}/products/${product}/extensions`)
       .set(admin.auth)
-      .send({ product: { extensions: { health: true, geo: true, logging: 'true', local_shell: true } } })
+      .send({ health: true, geo: true, logging: 'true', local_shell: true })
       .expect(200);
     await t.app.listen(0, '127.0.0.1');
     url = `http://127.0.0.1:${(t.app.getHttpServer().address() as { port: number }).port}`;
@@ -133,8 +133,12 @@ describe('device telemetry (extensions channel)', () => {
     it("offers only network_identity on a product that kept NervesHub's defaults otherwise", async () => {
       const { offered } = await joined(await newDevice(plain));
       expect(offered).toEqual(['network_identity']);
-      const res = await t.http().get(`/api/orgs/${org}/products/${plain}`).set(viewer.auth).expect(200);
-      expect(res.body.data.extensions).toEqual({
+      const res = await t
+        .http()
+        .get(`/api/orgs/${org}/products/${plain}/extensions`)
+        .set(viewer.auth)
+        .expect(200);
+      expect(res.body.data).toEqual({
         health: false,
         geo: false,
         local_shell: false,
@@ -145,13 +149,25 @@ describe('device telemetry (extensions channel)', () => {
 
     it('leaves out what the device opts out of, and answers its messages with the detach error', async () => {
       const identifier = await newDevice();
+      const extensionsPath = `${devicePath(identifier)}/extensions`;
+      const everything = {
+        health: true,
+        geo: true,
+        local_shell: true,
+        logging: true,
+        network_identity: true,
+      };
+      await t.http().get(extensionsPath).set(viewer.auth).expect(200, { data: everything });
       const res = await t
         .http()
-        .patch(devicePath(identifier))
+        .patch(extensionsPath)
         .set(admin.auth)
-        .send({ extensions: { logging: false, geo: 'false' } })
+        .send({ logging: false, geo: 'false' })
         .expect(200);
-      expect(res.body.data.identifier).toBe(identifier);
+      expect(res.body).toEqual({ data: { ...everything, logging: false, geo: false } });
+      await t.http().get(extensionsPath).set(viewer.auth).expect(200, res.body);
+      const device = await t.http().get(devicePath(identifier)).set(viewer.auth).expect(200);
+      expect(device.body.data).not.toHaveProperty('extensions');
       const { client, offered } = await joined(identifier);
       expect(offered).toEqual(['health', 'network_identity']);
       const ref = client.push('extensions', 'logging:send', { level: 'info', message: 'hi' });
@@ -159,38 +175,93 @@ describe('device telemetry (extensions channel)', () => {
 
       await t
         .http()
-        .patch(devicePath(identifier))
+        .patch(extensionsPath)
         .set(admin.auth)
         .send({ extensions: { logging: true } })
-        .expect(200);
+        .expect(200, { data: { ...everything, geo: false } });
       const again = await joined(identifier);
       expect(again.offered).toEqual(['health', 'logging', 'network_identity']);
     });
 
-    it('refuses extension settings that are not booleans of known extensions (422)', async () => {
-      const bad = [{ shell: true }, { health: 'yes' }, ['health'], 'health'];
-      for (const extensions of bad) {
-        const res = await t
-          .http()
-          .patch(`/api/orgs/${org}/products/${plain}`)
-          .set(admin.auth)
-          .send({ extensions })
-          .expect(422);
-        expect(Object.keys(res.body.errors)).toEqual(['extensions']);
-      }
+    it('refuses extension settings that are not booleans of known extensions (422), changing nothing', async () => {
+      const productPath = `/api/orgs/${org}/products/${plain}/extensions`;
       const identifier = await newDevice(plain);
+      const extensionsPath = `${devicePath(identifier, plain)}/extensions`;
+      const before = await Promise.all(
+        [productPath, extensionsPath].map(async (path) => (await t.http().get(path).set(admin.auth)).body),
+      );
+      const bad: [object, string][] = [
+        [{ shell: true }, 'shell'],
+        [{ health: 'yes' }, 'health'],
+        [{ extensions: ['health'] }, 'extensions'],
+        [{ extensions: 'health' }, 'extensions'],
+        [{ geo: true, nope: false }, 'nope'],
+      ];
+      for (const path of [productPath, extensionsPath]) {
+        for (const [body, field] of bad) {
+          const res = await t.http().patch(path).set(admin.auth).send(body).expect(422);
+          expect(Object.keys(res.body.errors)).toEqual([field]);
+        }
+      }
+      const after = await Promise.all(
+        [productPath, extensionsPath].map(async (path) => (await t.http().get(path).set(admin.auth)).body),
+      );
+      expect(after).toEqual(before);
+      await t.http().patch(productPath).set(viewer.auth).send({ health: true }).expect(403);
+      await t.http().patch(extensionsPath).set(viewer.auth).send({ health: false }).expect(403);
+      await t.http().get(extensionsPath).set(outsider.auth).expect(404);
       await t
         .http()
-        .patch(devicePath(identifier, plain))
+        .get(`${devicePath('no-such-device', plain)}/extensions`)
         .set(admin.auth)
-        .send({ extensions: { nope: false } })
-        .expect(422);
+        .expect(404);
       await t
         .http()
-        .patch(`/api/orgs/${org}/products/${plain}`)
-        .set(viewer.auth)
-        .send({ extensions: { health: true } })
-        .expect(403);
+        .patch(`${devicePath('no-such-device', plain)}/extensions`)
+        .set(admin.auth)
+        .send({ health: false })
+        .expect(404);
+    });
+
+    it('the device update takes no extension settings: a 422 pointing to the extensions route', async () => {
+      const identifier = await newDevice(plain);
+      for (const method of ['patch', 'put'] as const) {
+        const http = t.http();
+        const res = await http[method](devicePath(identifier, plain))
+          .set(admin.auth)
+          .send({ description: 'changed', extensions: { logging: false } })
+          .expect(422);
+        expect(res.body).toEqual({
+          errors: { extensions: ['is not a device field: use PATCH .../devices/{identifier}/extensions'] },
+        });
+      }
+      const device = await t.http().get(devicePath(identifier, plain)).set(admin.auth).expect(200);
+      expect(device.body.data.description).not.toBe('changed');
+      const [row] = await t.db.query(`SELECT extensions FROM devices WHERE identifier = $1`, [identifier]);
+      expect(row.extensions).toEqual({});
+    });
+
+    it('concurrent opt-outs of different extensions all stay', async () => {
+      const identifier = await newDevice(plain);
+      const extensionsPath = `${devicePath(identifier, plain)}/extensions`;
+      await Promise.all(
+        ['health', 'geo', 'logging', 'local_shell'].map((key) =>
+          t
+            .http()
+            .patch(extensionsPath)
+            .set(admin.auth)
+            .send({ [key]: false })
+            .expect(200),
+        ),
+      );
+      const res = await t.http().get(extensionsPath).set(admin.auth).expect(200);
+      expect(res.body.data).toEqual({
+        health: false,
+        geo: false,
+        local_shell: false,
+        logging: false,
+        network_identity: true,
+      });
     });
   });
 
@@ -293,9 +364,9 @@ describe('device telemetry (extensions channel)', () => {
       await t.fixtures.product(admin, org, fleet);
       await t
         .http()
-        .patch(`/api/orgs/${org}/products/${fleet}`)
+        .patch(`/api/orgs/${org}/products/${fleet}/extensions`)
         .set(admin.auth)
-        .send({ extensions: { health: true } })
+        .send({ health: true })
         .expect(200);
       const [hot, calm, silent] = [await newDevice(fleet), await newDevice(fleet), await newDevice(fleet)];
       const reports: [string, object][] = [

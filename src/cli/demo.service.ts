@@ -32,10 +32,26 @@ export const DEMO_MEMBERS = [
 ] as const;
 const DEMO_EMAILS = [DEMO_EMAIL, ...DEMO_MEMBERS.map((m) => m.email)];
 
-/** Products, each with its firmware versions (oldest first) and the hardware it runs on. */
+/**
+ * Products, each with its firmware versions (oldest first), the hardware it runs on and the extensions it enables
+ * besides the default `network_identity` (the sensors report health, location and logs: README, "Reading a device's
+ * logs and health").
+ */
 export const DEMO_PRODUCTS = [
-  { name: 'gateway', platform: 'rpi4', architecture: 'aarch64', versions: ['1.0.0', '1.1.0', '1.2.0'] },
-  { name: 'sensor', platform: 'rpi0', architecture: 'arm', versions: ['2.0.0', '2.1.0'] },
+  {
+    name: 'gateway',
+    platform: 'rpi4',
+    architecture: 'aarch64',
+    versions: ['1.0.0', '1.1.0', '1.2.0'],
+    extensions: {},
+  },
+  {
+    name: 'sensor',
+    platform: 'rpi0',
+    architecture: 'arm',
+    versions: ['2.0.0', '2.1.0'],
+    extensions: { health: true, geo: true, logging: true },
+  },
 ] as const;
 
 const TAGS = ['production', 'beta', 'lab', 'eu', 'us', 'rooftop', 'basement'];
@@ -164,6 +180,7 @@ export class DemoService {
     const products: DemoResult['products'] = [];
     for (const product of DEMO_PRODUCTS) {
       await this.products.create(access, { name: product.name });
+      await this.products.updateExtensions(access, product.name, product.extensions);
       const firmwares: { version: string; uuid: string }[] = [];
       for (const version of product.versions) {
         const meta: DemoFirmwareMeta = {

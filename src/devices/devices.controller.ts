@@ -23,6 +23,7 @@ import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { PaginationView } from '../common/http/pagination';
 import { ApiOperationDoc, ApiPaginationQuery } from '../common/openapi/api-docs';
+import { ExtensionSettingsDto, ExtensionSettingsView } from '../common/extensions/extension-settings.dto';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
@@ -226,6 +227,47 @@ export class DevicesController {
     @Param('identifier') id: string,
   ) {
     return this.devices.remove(access, product, id);
+  }
+
+  @Get(':identifier/extensions')
+  @Route('devices.extensions.show')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Show which extensions the device allows',
+    description:
+      '`false`: the device opts out of that extension even where its product enables it ' +
+      '(`.../products/{product_name}/extensions`); a device allows every extension until it opts out. Not part of ' +
+      'the Device record. Extension of 2.0.0.',
+    data: ExtensionSettingsView,
+  })
+  showExtensions(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+  ) {
+    return this.devices.showExtensions(access, product, id);
+  }
+
+  @Patch(':identifier/extensions')
+  @Route('devices.extensions.update')
+  @ApiParam({ name: 'identifier' })
+  @ApiOperationDoc({
+    summary: 'Opt the device out of extensions, or allow them again',
+    description:
+      'Each name sent: `false` opts the device out, `true` allows it again (the strings "true"/"false" too; the ' +
+      'body may be wrapped as `{"extensions": {...}}`; an unknown name is a 422 naming it). Names not sent are ' +
+      "unchanged; an empty body changes nothing. Applies from the device's next connection. Audited. Extension " +
+      'of 2.0.0.',
+    data: ExtensionSettingsView,
+    errors: [400, 413, 422],
+  })
+  updateExtensions(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Param('identifier') id: string,
+    @Body() body: ExtensionSettingsDto,
+  ) {
+    return this.devices.updateExtensions(access, product, id, body);
   }
 
   @Post(':identifier/upgrade')

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { ExtensionSettings } from '../common/extensions/extension-settings';
 import { PreparedStatement, readRows, writeRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
 import { semverSortKey } from '../firmware/fwup/semver-sort-key';
@@ -71,7 +72,7 @@ function versionKey(metadata: FirmwareMetadata | null): string | null {
   return version ? semverSortKey(version) : null;
 }
 
-export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled' | 'extensions'>>;
+export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled'>>;
 
 /** The `devices` table and the device counters its triggers keep (`product_device_counts`, `product_tag_counts`). */
 @Injectable()
@@ -148,6 +149,30 @@ export class DevicesRepository {
       id,
     ]);
     return rows[0]?.identifier;
+  }
+
+  /** The extensions the product's device opts out of, as stored (keys it never set are absent), or null: no device. */
+  async extensionOptOuts(productId: string, identifier: string): Promise<unknown> {
+    const rows = await this.db.query<{ extensions: unknown }[]>(
+      `SELECT extensions FROM devices WHERE product_id = $1 AND identifier = $2`,
+      [productId, identifier],
+    );
+    return rows.length === 0 ? null : rows[0].extensions;
+  }
+
+  /** Merges changed opt-outs into the stored ones; the stored opt-outs after, or null when there is no such device. */
+  async mergeExtensionOptOuts(
+    productId: string,
+    identifier: string,
+    changes: Partial<ExtensionSettings>,
+    tx: Queryable,
+  ): Promise<unknown> {
+    const [rows] = await tx.query<[{ extensions: unknown }[], number]>(
+      `UPDATE devices SET extensions = extensions || $3::jsonb, updated_at = now()
+        WHERE product_id = $1 AND identifier = $2 RETURNING extensions`,
+      [productId, identifier, JSON.stringify(changes)],
+    );
+    return rows.length === 0 ? null : rows[0].extensions;
   }
 
   /** The device's extension settings and its product's (see allowedExtensions), or null when it is gone. */

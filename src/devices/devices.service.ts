@@ -36,7 +36,13 @@ import {
   IDENTIFIER_IMMUTABLE,
   UNKNOWN_FIRMWARE,
 } from './devices.errors';
-import { parseExtensionSettings } from '../common/extensions/extension-settings';
+import {
+  DEVICE_EXTENSION_DEFAULTS,
+  extensionChanges,
+  extensionSettings,
+  type ExtensionSettings,
+} from '../common/extensions/extension-settings';
+import type { ExtensionSettingsDto } from '../common/extensions/extension-settings.dto';
 import { type DeviceChanges, DevicesRepository } from './devices.repository';
 import type {
   ConsoleCodeDto,
@@ -156,10 +162,6 @@ export class DevicesService {
     if (dto.description !== undefined) changes.description = dto.description;
     if (dto.tags !== undefined) changes.tags = normaliseTags(dto.tags);
     if (dto.updates_enabled !== undefined) changes.updatesEnabled = dto.updates_enabled;
-    if (dto.extensions !== undefined) {
-      const current = await this.devices.findByIdentifier(product.id, identifier);
-      changes.extensions = { ...current?.extensions, ...parseExtensionSettings(dto.extensions) };
-    }
     if (Object.keys(changes).length > 0) {
       await this.transactions.run(async (tx) => {
         if (!(await this.devices.update(product.id, identifier, changes, tx))) throw DomainError.notFound();
@@ -181,6 +183,47 @@ export class DevicesService {
     const device = await this.load(product, identifier);
     if (!device) throw DomainError.notFound();
     return { data: device };
+  }
+
+  /** The extensions the device allows (false: it opts out); not part of the Device record (contract 5). */
+  async showExtensions(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+  ): Promise<{ data: ExtensionSettings }> {
+    const product = await this.products.findInOrg(access, productName);
+    const stored = await this.devices.extensionOptOuts(product.id, identifier);
+    if (stored === null) throw DomainError.notFound();
+    return { data: extensionSettings(stored, DEVICE_EXTENSION_DEFAULTS) };
+  }
+
+  /**
+   * Changes the opt-outs named in the body, merged into the stored ones in the statement itself (concurrent changes
+   * of different extensions both stay). Applies from the device's next connection. An empty body changes nothing.
+   */
+  async updateExtensions(
+    access: OrgAccess,
+    productName: string,
+    identifier: string,
+    dto: ExtensionSettingsDto,
+  ): Promise<{ data: ExtensionSettings }> {
+    const changes = extensionChanges(dto);
+    if (Object.keys(changes).length === 0) return this.showExtensions(access, productName, identifier);
+    const product = await this.products.findInOrg(access, productName);
+    const stored = await this.transactions.run(async (tx) => {
+      const merged = await this.devices.mergeExtensionOptOuts(product.id, identifier, changes, tx);
+      if (merged === null) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'device.extensions.update',
+        targetType: 'device',
+        targetId: identifier,
+        details: { product: product.name, ...changes },
+      });
+      return merged;
+    });
+    return { data: extensionSettings(stored, DEVICE_EXTENSION_DEFAULTS) };
   }
 
   /**

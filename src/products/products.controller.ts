@@ -4,6 +4,7 @@ import { ApiBody, ApiExtraModels, ApiParam, ApiTags, getSchemaPath } from '@nest
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
+import { ExtensionSettingsDto, ExtensionSettingsView } from '../common/extensions/extension-settings.dto';
 import {
   CreateProductDto,
   CreateProductWrappedDto,
@@ -34,8 +35,8 @@ const UPDATE_DOC = {
   summary: "Change a product's settings",
   description:
     'Only `allow_unsigned_atomvm_firmware`, `allow_unsigned_esp_idf_firmware`, `allowed_update_tools`, ' +
-    '`require_unique_firmware_version` and `extensions` can be set; any other field (`name` included: a product cannot be renamed) ' +
-    'is a 422 naming it. Fields not sent are unchanged; an empty body changes nothing.',
+    'and `require_unique_firmware_version` can be set; any other field (`name` included: a product cannot be ' +
+    'renamed; `extensions`: see `.../products/{product_name}/extensions`) is a 422 naming it. Fields not sent are unchanged; an empty body changes nothing.',
   data: ProductView,
   errors: [400, 413, 422],
 };
@@ -115,6 +116,51 @@ export class ProductsController {
     @Body() body: UpdateProductDto,
   ) {
     return this.products.update(access, name, body);
+  }
+
+  @Get(':product_name/extensions')
+  @Route('products.extensions.show')
+  @ApiParam({ name: 'product_name' })
+  @ApiOperationDoc({
+    summary: 'Show which extensions the product enables',
+    description:
+      "NervesHub's product extensions (`health`, `geo`, `local_shell`, `logging`, `network_identity`): a device " +
+      'attaches an extension only when its product enables it and the device does not opt out ' +
+      '(`.../devices/{identifier}/extensions`). New products enable `network_identity` only. Not part of the ' +
+      'Product record. Extension of 2.0.0.',
+    data: ExtensionSettingsView,
+  })
+  showExtensions(@CurrentAccess() access: OrgAccess, @Param('product_name') name: string) {
+    return this.products.showExtensions(access, name);
+  }
+
+  @Patch(':product_name/extensions')
+  @Route('products.extensions.update')
+  @ApiParam({ name: 'product_name' })
+  @ApiBody({
+    description:
+      'The extensions to change, each `true` (enable) or `false` (the strings "true"/"false" too); the body may ' +
+      'also be wrapped as `{"extensions": {...}}`. An unknown name is a 422 naming it.',
+    type: ExtensionSettingsDto,
+    examples: {
+      telemetry: { value: { health: true, geo: true, logging: true } },
+      wrapped: { value: { extensions: { network_identity: 'false' } } },
+    },
+  })
+  @ApiOperationDoc({
+    summary: 'Enable or disable extensions for the product',
+    description:
+      'Changes only the names sent (an empty body changes nothing) and answers every setting. Applies from each ' +
+      "device's next connection. Audited. Extension of 2.0.0.",
+    data: ExtensionSettingsView,
+    errors: [400, 413, 422],
+  })
+  updateExtensions(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') name: string,
+    @Body() body: ExtensionSettingsDto,
+  ) {
+    return this.products.updateExtensions(access, name, body);
   }
 
   @Delete(':product_name')

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { ExtensionSettings } from '../common/extensions/extension-settings';
 import type { Tx } from '../database/transactions';
 import { Product } from './product.entity';
 import { PRODUCT_COLUMNS, type ProductRow } from './product-row';
@@ -12,7 +13,6 @@ export type ProductChanges = Partial<
     | 'allowUnsignedEspIdfFirmware'
     | 'allowedUpdateTools'
     | 'requireUniqueFirmwareVersion'
-    | 'extensions'
   >
 >;
 
@@ -45,6 +45,15 @@ export class ProductsRepository {
   async update(id: string, changes: ProductChanges, tx: Tx): Promise<boolean> {
     const result = await tx.getRepository(Product).update({ id }, changes);
     return Boolean(result.affected);
+  }
+
+  /** Merges changed extension settings into the stored ones; the stored settings after, or null when it was gone. */
+  async mergeExtensions(id: string, changes: Partial<ExtensionSettings>, tx: Tx): Promise<unknown> {
+    const [rows] = await tx.query<[{ extensions: unknown }[], number]>(
+      `UPDATE products SET extensions = extensions || $2::jsonb, updated_at = now() WHERE id = $1 RETURNING extensions`,
+      [id, JSON.stringify(changes)],
+    );
+    return rows.length === 0 ? null : rows[0].extensions;
   }
 
   /** Deletes a product; false when it was gone. Remaining devices are pg's foreign key violation. */

@@ -100,7 +100,6 @@ describe('ProductsService: settings', () => {
       allow_unsigned_esp_idf_firmware: false,
       allowed_update_tools: ['fwup', 'atomvm'],
       require_unique_firmware_version: true,
-      extensions: { health: false, geo: false, local_shell: false, logging: false, network_identity: true },
     });
     expect(audit.record).toHaveBeenCalledWith(fakeTx, expect.objectContaining({ action: 'product.update' }));
   });

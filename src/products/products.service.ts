@@ -2,10 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import {
+  extensionChanges,
   extensionSettings,
-  parseExtensionSettings,
+  type ExtensionSettings,
   PRODUCT_EXTENSION_DEFAULTS,
 } from '../common/extensions/extension-settings';
+import type { ExtensionSettingsDto } from '../common/extensions/extension-settings.dto';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
@@ -28,7 +30,6 @@ export function productView(product: Product): ProductView {
     allow_unsigned_esp_idf_firmware: product.allowUnsignedEspIdfFirmware,
     allowed_update_tools: product.allowedUpdateTools,
     require_unique_firmware_version: product.requireUniqueFirmwareVersion,
-    extensions: extensionSettings(product.extensions, PRODUCT_EXTENSION_DEFAULTS),
   };
 }
 
@@ -131,12 +132,6 @@ export class ProductsService {
     if (dto.require_unique_firmware_version !== undefined) {
       changes.requireUniqueFirmwareVersion = dto.require_unique_firmware_version;
     }
-    if (dto.extensions !== undefined) {
-      changes.extensions = {
-        ...extensionSettings(product.extensions, PRODUCT_EXTENSION_DEFAULTS),
-        ...parseExtensionSettings(dto.extensions),
-      };
-    }
     if (Object.keys(changes).length === 0) return { data: productView(product) };
     await this.transactions.run(async (tx) => {
       if (!(await this.products.update(product.id, changes, tx))) throw DomainError.notFound();
@@ -150,6 +145,41 @@ export class ProductsService {
       });
     });
     return { data: productView({ ...product, ...changes }) };
+  }
+
+  /** The extensions the product enables (not part of the Product record: contract 5). */
+  async showExtensions(access: OrgAccess, name: string): Promise<{ data: ExtensionSettings }> {
+    const product = await this.findInOrg(access, name);
+    return { data: extensionSettings(product.extensions, PRODUCT_EXTENSION_DEFAULTS) };
+  }
+
+  /**
+   * Changes the extensions named in the body, merged into the stored settings in the statement itself, so that two
+   * callers changing different extensions at once both keep their change. Applies from each device's next
+   * connection. An empty body changes nothing.
+   */
+  async updateExtensions(
+    access: OrgAccess,
+    name: string,
+    dto: ExtensionSettingsDto,
+  ): Promise<{ data: ExtensionSettings }> {
+    const product = await this.findInOrg(access, name);
+    const changes = extensionChanges(dto);
+    if (Object.keys(changes).length === 0) return this.showExtensions(access, name);
+    const stored = await this.transactions.run(async (tx) => {
+      const merged = await this.products.mergeExtensions(product.id, changes, tx);
+      if (merged === null) throw DomainError.notFound();
+      await this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'product.extensions.update',
+        targetType: 'product',
+        targetId: product.name,
+        details: changes,
+      });
+      return merged;
+    });
+    return { data: extensionSettings(stored, PRODUCT_EXTENSION_DEFAULTS) };
   }
 
   /**

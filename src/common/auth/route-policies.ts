@@ -33,6 +33,8 @@ export const ROUTE_POLICIES = {
   'products.show': { scope: 'org', role: 'view' },
   'products.update': { scope: 'org', role: 'manage' },
   'products.delete': { scope: 'org', role: 'admin' },
+  'products.extensions.show': { scope: 'org', role: 'view' },
+  'products.extensions.update': { scope: 'org', role: 'manage' },
 
   'scripts.create': { scope: 'org', role: 'manage' },
   'scripts.list': { scope: 'org', role: 'view' },
@@ -45,6 +47,8 @@ export const ROUTE_POLICIES = {
   'devices.show': { scope: 'org', role: 'view' },
   'devices.auth': { scope: 'org', role: 'view' },
   'devices.update': { scope: 'org', role: 'manage' },
+  'devices.extensions.show': { scope: 'org', role: 'view' },
+  'devices.extensions.update': { scope: 'org', role: 'manage' },
   'devices.delete': { scope: 'org', role: 'manage' },
   'devices.upgrade': { scope: 'org', role: 'manage' },
   'devices.put': { scope: 'org', role: 'manage' },

@@ -1,10 +1,7 @@
-import { applyDecorators } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
-import { CustomField } from '../validation/fields';
-
 /**
- * The extensions NervesHub knows (device-protocol.md 5), as product settings (`extensions` on the product: which
- * the product enables) and device settings (`extensions` on the device: which the device opts out of).
+ * The extensions NervesHub knows (device-protocol.md 5), as product settings (`.../products/{product}/extensions`:
+ * which the product enables) and device settings (`.../devices/{identifier}/extensions`: which the device opts out of).
+ * Neither is part of the Product or Device record (contract 5).
  */
 export const EXTENSION_KEYS = ['health', 'geo', 'local_shell', 'logging', 'network_identity'] as const;
 export type ExtensionKey = (typeof EXTENSION_KEYS)[number];
@@ -50,45 +47,11 @@ export function allowedExtensions(product: unknown, device: unknown): Set<Extens
   return new Set(EXTENSION_KEYS.filter((key) => enabled[key] && allowed[key]));
 }
 
-/**
- * Checks an `extensions` setting in a request body: an object of the known keys, each a boolean (or "true"/"false",
- * as NervesHub's forms send); null when valid.
- */
-export function checkExtensionSettings(value: unknown): string | null {
-  if (value === undefined) return null;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return `must be an object of booleans with the keys: ${EXTENSION_KEYS.join(', ')}`;
-  }
-  for (const [key, setting] of Object.entries(value as Record<string, unknown>)) {
-    if (!(EXTENSION_KEYS as readonly string[]).includes(key)) {
-      return `unknown extension "${key}" (known: ${EXTENSION_KEYS.join(', ')})`;
-    }
-    if (typeof setting !== 'boolean' && setting !== 'true' && setting !== 'false') {
-      return `${key} must be true or false`;
-    }
-  }
-  return null;
-}
-
-/** A checked setting from a request body: only the keys it names, as booleans. */
-export function parseExtensionSettings(value: Record<string, unknown>): Partial<ExtensionSettings> {
-  const parsed: Partial<ExtensionSettings> = {};
+/** A checked settings body: only the keys it names. */
+export function extensionChanges(body: Partial<ExtensionSettings>): Partial<ExtensionSettings> {
+  const changes: Partial<ExtensionSettings> = {};
   for (const key of EXTENSION_KEYS) {
-    const setting = value[key];
-    if (setting !== undefined) parsed[key] = setting === true || setting === 'true';
+    if (body[key] !== undefined) changes[key] = body[key];
   }
-  return parsed;
-}
-
-/** An `extensions` setting in a request body, validated and documented. */
-export function ExtensionSettingsField(description: string): PropertyDecorator {
-  return applyDecorators(
-    CustomField('extensionSettings', checkExtensionSettings),
-    ApiPropertyOptional({
-      type: 'object',
-      description,
-      properties: Object.fromEntries(EXTENSION_KEYS.map((key) => [key, { type: 'boolean' }])),
-      example: { health: true, logging: false },
-    }),
-  );
+  return changes;
 }

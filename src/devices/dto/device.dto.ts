@@ -1,11 +1,23 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { BooleanField, StringCastBooleanField, StringField, TagsField } from '../../common/validation/fields';
-import { ExtensionSettingsField } from '../../common/extensions/extension-settings';
+import {
+  BooleanField,
+  CustomField,
+  StringCastBooleanField,
+  StringField,
+  TagsField,
+} from '../../common/validation/fields';
 import { MAX_CERT_FIELD } from '../../certificates/dto/ca-certificate.dto';
 import { CONNECTION_STATUSES, type ConnectionStatus } from '../device.entity';
 
 // Printable, no whitespace, no "/", 1–255 characters: usable as a path segment everywhere.
 export const DEVICE_IDENTIFIER_PATTERN = /^[^\s/\p{C}]{1,255}$/u;
+
+const EXTENSIONS_MOVED = 'is not a device field: use PATCH .../devices/{identifier}/extensions';
+
+/** Undocumented on purpose: the field exists only to say where the device's extension settings are changed. */
+function MovedExtensionSettings(): PropertyDecorator {
+  return CustomField('movedExtensionSettings', (value) => (value === undefined ? null : EXTENSIONS_MOVED));
+}
 
 export class CreateDeviceDto {
   @StringField({
@@ -36,11 +48,9 @@ export class UpdateDeviceDto {
   @BooleanField({ example: true })
   updates_enabled?: boolean;
 
-  @ExtensionSettingsField(
-    'Extensions the device opts out of (false) or allows again (true); a device attaches only what its product ' +
-      'enables and it allows. Applies from its next connection.',
-  )
-  extensions?: Record<string, unknown>;
+  /** Refused rather than ignored: the opt-outs were changed here before, and a client still sending them must know. */
+  @MovedExtensionSettings()
+  extensions?: unknown;
 }
 
 /**
@@ -66,11 +76,9 @@ export class PutDeviceDto {
   @StringCastBooleanField({ example: true })
   updates_enabled?: boolean;
 
-  @ExtensionSettingsField(
-    'Extensions the device opts out of (false) or allows again (true); a device attaches only what its product ' +
-      'enables and it allows. Applies from its next connection.',
-  )
-  extensions?: Record<string, unknown>;
+  /** Refused rather than ignored: the opt-outs were changed here before, and a client still sending them must know. */
+  @MovedExtensionSettings()
+  extensions?: unknown;
 }
 
 export class UpgradeDto {

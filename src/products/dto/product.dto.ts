@@ -1,10 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { CustomField, StringCastBooleanField, StringField } from '../../common/validation/fields';
-import {
-  ExtensionSettingsField,
-  EXTENSION_KEYS,
-  type ExtensionSettings,
-} from '../../common/extensions/extension-settings';
 import { UPDATE_TOOLS, type UpdateTool } from '../product.entity';
 
 export class CreateProductDto {
@@ -55,12 +50,6 @@ export class UpdateProductDto {
 
   @StringCastBooleanField({ example: true })
   require_unique_firmware_version?: boolean;
-
-  @ExtensionSettingsField(
-    "Extensions the product enables (NervesHub's names; keys not sent are unchanged). A device attaches an " +
-      'extension only when its product enables it and the device does not opt out; applies from its next connection.',
-  )
-  extensions?: Record<string, unknown>;
 }
 
 /** Documents NervesHub's envelope of the update body; the top-level form is accepted too. */
@@ -74,12 +63,4 @@ export class ProductView {
   @ApiProperty({ example: false }) allow_unsigned_esp_idf_firmware: boolean;
   @ApiProperty({ enum: UPDATE_TOOLS, isArray: true, example: ['fwup'] }) allowed_update_tools: UpdateTool[];
   @ApiProperty({ example: true }) require_unique_firmware_version: boolean;
-  @ApiProperty({
-    type: 'object',
-    description: 'Extensions the product enables',
-    properties: Object.fromEntries(EXTENSION_KEYS.map((key) => [key, { type: 'boolean' }])),
-    required: [...EXTENSION_KEYS],
-    example: { health: true, geo: true, local_shell: false, logging: true, network_identity: true },
-  })
-  extensions: ExtensionSettings;
 }
