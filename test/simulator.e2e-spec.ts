@@ -8,7 +8,7 @@ import { failsUpdate } from '../src/cli/simulated-update';
 import { buildFw } from './support/fw-builder';
 import { DeviceSocketClient } from './support/device-socket-client';
 import type { TestUser } from './support/fixtures';
-import type { TestApp } from './support/test-app';
+import { createTestApp, type TestApp } from './support/test-app';
 import { orgScenario } from './support/scenario';
 import { eventually } from './support/eventually';
 
@@ -344,9 +344,9 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     await t.fixtures.product(admin, org, telemetry);
     await t
       .http()
-      .patch(`/api/orgs/${org}/products/${telemetry}`)
+      .patch(`/api/orgs/${org}/products/${telemetry}/extensions`)
       .set(admin.auth)
-      .send({ extensions: { health: true, geo: true, logging: true } })
+      .send({ health: true, geo: true, logging: true })
       .expect(200);
     const secret = await t
       .http()
@@ -423,5 +423,86 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     expect(res.status).toBe(401);
     expect(res.body).toBe('');
     expect(res.headers.date).toBeDefined();
+  });
+});
+
+/** Support scripts on simulated devices, each held by one of two instances that share a database. */
+describe('simulated devices answer support scripts, on each of two instances', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let admin: TestUser;
+  let org: string;
+  const simulators: Simulator[] = [];
+  const product = 'scripted';
+
+  const listen = async (app: TestApp) => {
+    await app.app.listen(0, '127.0.0.1');
+    return `http://127.0.0.1:${(app.app.getHttpServer().address() as AddressInfo).port}`;
+  };
+
+  beforeAll(async () => {
+    ({ t: a, admin, org } = await orgScenario({ product }));
+    b = await createTestApp({}, { databaseUrl: a.databaseUrl });
+  });
+
+  afterAll(async () => {
+    await Promise.all(simulators.map((s) => s.stop()));
+    await b.close();
+    await a.close();
+  });
+
+  it('runs a script on a device of each instance, from either instance, with the output and return value', async () => {
+    const [urlA, urlB] = [await listen(a), await listen(b)];
+    const secret = await a
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/shared_secrets`)
+      .set(admin.auth)
+      .send({})
+      .expect(201);
+    const credentials = { key: secret.body.data.key as string, secret: secret.body.data.secret as string };
+    for (const [url, prefix] of [
+      [urlA, 'on-a-'],
+      [urlB, 'on-b-'],
+    ]) {
+      const simulator = new Simulator({
+        url,
+        ...credentials,
+        devices: 1,
+        prefix,
+        firmware: { version: '4.5.6' },
+      });
+      simulators.push(simulator);
+      simulator.start(0);
+      await eventually(
+        async () => simulator.connected,
+        (n) => n === 1,
+      );
+    }
+    const text =
+      'IO.puts("serial: " )\nIO.puts(Nerves.Runtime.serial_number())\nNerves.Runtime.KV.get("nerves_fw_version")';
+    const script = await a
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/scripts`)
+      .set(admin.auth)
+      .send({ name: 'whoami', text })
+      .expect(201);
+    for (const identifier of ['on-a-0001', 'on-b-0001']) {
+      for (const via of [a, b]) {
+        const res = await via
+          .http()
+          .post(`/api/orgs/${org}/products/${product}/devices/${identifier}/scripts/whoami?timeout=10000`)
+          .set(admin.auth)
+          .expect(200);
+        expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+        expect(res.text).toBe(`serial: \n${identifier}\n\n"4.5.6"`);
+      }
+      const byId = await b
+        .http()
+        .post(`/api/devices/${identifier}/scripts/${script.body.data.id}`)
+        .set(admin.auth)
+        .expect(200);
+      expect(byId.text).toBe(`serial: \n${identifier}\n\n"4.5.6"`);
+    }
+    expect(simulators.map((s) => s.devices[0].scriptRuns)).toEqual([3, 3]);
   });
 });

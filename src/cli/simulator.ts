@@ -13,10 +13,12 @@ import {
   updateStats,
   type UpdateStats,
 } from './simulated-update';
+import { runSimulatedScript, type ScriptAnswer } from './simulated-script';
 
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
- * joins `device`, `console` and (when asked) `extensions`, heartbeats, echoes console input, reports an iroh
+ * joins `device`, `console` and (when asked) `extensions`, heartbeats, echoes console input, answers support
+ * scripts (`scripts/run`, see simulated-script.ts), reports an iroh
  * endpoint id and a WireGuard key, health reports (when asked, or every `healthEveryMs`), a location, log lines
  * (`logsPerSecond`, when the product enables logging), and "installs" updates: it downloads the firmware, reports progress, and reconnects running it.
  *
@@ -216,10 +218,11 @@ export function simulatedIrohKey(identifier: string): string {
 export class SimulatedDevice implements DeviceUpdateCounters {
   /** The firmware it runs (reported in every join). */
   firmware: SimulatedFirmware;
-  /** Updates installed, connections made, reboots asked for by the server (for tests and the summary). */
+  /** Updates installed, connections made, reboots asked for by the server, scripts run (tests, the summary). */
   installed = 0;
   connects = 0;
   reboots = 0;
+  scriptRuns = 0;
   updateFrames = 0;
   downloads = 0;
   bytes = 0;
@@ -531,6 +534,13 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       case 'console/dn':
         if (typeof payload.data === 'string') this.push('console', 'up', { data: payload.data });
         return;
+      case 'device/scripts/run':
+        // As NervesHubLink's support scripts manager: the answer is a push of the same event with the same ref.
+        if (typeof payload.text === 'string' && typeof payload.ref === 'string') {
+          this.scriptRuns++;
+          this.push('device', 'scripts/run', { ref: payload.ref, ...this.runScript(payload.text) });
+        }
+        return;
       case 'device/update':
         return this.update(payload);
       case 'device/reboot':
@@ -543,6 +553,22 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       default:
         return;
     }
+  }
+
+  private runScript(text: string): ScriptAnswer {
+    const fw = this.firmware;
+    const kv = {
+      nerves_fw_uuid: fw.uuid,
+      nerves_fw_product: fw.product,
+      nerves_fw_version: fw.version,
+      nerves_fw_platform: fw.platform,
+      nerves_fw_architecture: fw.architecture,
+      nerves_fw_author: fw.author,
+      nerves_fw_description: fw.description,
+      nerves_fw_vcs_identifier: fw.vcs_identifier,
+      nerves_fw_misc: fw.misc,
+    };
+    return runSimulatedScript({ identifier: this.identifier, kv }, text);
   }
 
   /**
