@@ -29,6 +29,25 @@ export default tseslint.config(
     },
   },
   {
+    // A feature sees another only through its services and records: an entity is imported by its own feature,
+    // by entities (relations) and by the database module that lists them.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.entity.ts', 'src/database/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: String.raw`^\.\./[^/]+/.*\.entity$`,
+              message: "Use the feature's record type or service, not its entity.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.spec.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -7,7 +7,7 @@ import type { LoginDto, LoginResultView } from './dto/login.dto';
 import { dummyPasswordHash, verifyPassword } from './password-hasher';
 import type { TokenRendering } from './token-rendering';
 import { TokensService } from './tokens.service';
-import type { User } from '../users/user.entity';
+import type { UserRecord } from '../users/user-record';
 
 const TOO_MANY_LOGINS = 'too many login attempts, try again later';
 
@@ -35,7 +35,7 @@ export class AuthService {
   }
 
   /** The user these credentials belong to, under the login rate limits; the contract's 401 otherwise. */
-  async verifyCredentials(email: string, password: string, sourceAddress: string): Promise<User> {
+  async verifyCredentials(email: string, password: string, sourceAddress: string): Promise<UserRecord> {
     // Login is strict: per account, and per source address (three times as many), whichever is hit first.
     const limit = this.config.rateLimitLoginPerMin;
     await this.limiter.consume(bucketKey('login-addr', sourceAddress), limit * 3, TOO_MANY_LOGINS);

@@ -16,7 +16,7 @@ import {
 } from '../../test/support/unit-fakes';
 import type { AuditService } from '../audit/audit.service';
 import { ErrorCode } from '../common/errors/error-codes';
-import type { Product } from '../products/product.entity';
+import type { ProductRecord } from '../products/product-record';
 import type { ProductsService } from '../products/products.service';
 import type { SigningKeysService } from '../signing-keys/signing-keys.service';
 import { ESP_IDF_UNVERIFIABLE } from './firmware-inspection';
@@ -56,7 +56,7 @@ async function fwup(meta: FwMeta = {}, signed = true): Promise<{ file: ReceivedF
   return { file: received(built.path, built.size), uuid: computeMetaUuid(built.metaConf) };
 }
 
-function setup(target: Product = product({ allowedUpdateTools: ['fwup', 'atomvm', 'esp-idf'] })) {
+function setup(target: ProductRecord = product({ allowedUpdateTools: ['fwup', 'atomvm', 'esp-idf'] })) {
   const firmwares = {
     lockProductUploads: jest.fn(async () => undefined),
     existsByUuid: jest.fn(async () => false),

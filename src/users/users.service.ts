@@ -6,7 +6,7 @@ import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
 import type { Tx } from '../database/transactions';
 import type { UserView } from './dto/user.view';
-import { User } from './user.entity';
+import type { UserRecord } from './user-record';
 import { EMAIL_PATTERN, USERNAME_PATTERN, normaliseEmail } from './user-fields';
 import { type UserSummary, UsersRepository } from './users.repository';
 
@@ -26,7 +26,7 @@ export class UsersService {
   }
 
   /** A new user (inside `tx` when given: the account exists only if that transaction commits). */
-  async create(input: NewUser, tx?: Tx): Promise<User> {
+  async create(input: NewUser, tx?: Tx): Promise<UserRecord> {
     const email = normaliseEmail(input.email);
     const username = input.username.trim();
     const name = input.name?.trim() || username;
@@ -53,7 +53,7 @@ export class UsersService {
     }
   }
 
-  findByEmail(email: string): Promise<User | null> {
+  findByEmail(email: string): Promise<UserRecord | null> {
     return this.users.findByEmail(normaliseEmail(email));
   }
 
