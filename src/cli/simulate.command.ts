@@ -32,7 +32,7 @@ const MAX_DEVICES = 100_000;
   name: 'simulate',
   description:
     'Connect simulated devices to a fleethub server (NH1 product key, or client certificates over mTLS): join, ' +
-    'heartbeat, console echo, iroh, and updates (download, size and SHA-256 check, apply, rejoin on the new ' +
+    'heartbeat, console echo, support scripts, telemetry, iroh, and updates (download, size and SHA-256 check, apply, rejoin on the new ' +
     'firmware; a share can fail)',
 })
 export class SimulateCommand extends CliCommand<SimulateOptions> {
@@ -251,8 +251,9 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
   @Option({
     flags: '--logs-per-second <n>',
     description:
-      'Log lines each device sends a second through the logging extension, when its product enables it (default 0; ' +
-      'the server keeps at most 5 a second per device)',
+      'Log lines each device sends a second through the logging extension, when its product enables it ' +
+      '(PATCH .../products/{product}/extensions {"logging": true}; default 0; the server keeps at most 5 a second ' +
+      'per device)',
   })
   parseLogsPerSecond(value: string): string {
     return value;
