@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put } from '@nestjs/common';
-import { ApiBody, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiParam, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { SetsLocation } from '../common/http/created';
@@ -25,6 +25,7 @@ const UPDATE_DOC = {
 };
 
 @ApiTags('Deployment Groups')
+@ApiExtraModels(CreateDeploymentGroupDto, CreateDeploymentGroupWrappedDto)
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @ApiParam({ name: 'product_name', description: 'Product name' })
 @Controller('api/orgs/:org_name/products/:product_name/deployments')
@@ -48,7 +49,12 @@ export class DeploymentsController {
     description:
       'The group, top-level or wrapped in `{"deployment": {...}}`. `name`, `firmware` and `conditions` are ' +
       "required; platform and architecture are the firmware's. Settings not sent take NervesHub's defaults.",
-    type: CreateDeploymentGroupWrappedDto,
+    schema: {
+      anyOf: [
+        { $ref: getSchemaPath(CreateDeploymentGroupWrappedDto) },
+        { $ref: getSchemaPath(CreateDeploymentGroupDto) },
+      ],
+    },
     examples: {
       wrapped: {
         value: {

@@ -23,7 +23,11 @@ import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { PaginationView } from '../common/http/pagination';
 import { ApiOperationDoc, ApiPaginationQuery } from '../common/openapi/api-docs';
-import { ExtensionSettingsDto, ExtensionSettingsView } from '../common/extensions/extension-settings.dto';
+import {
+  ExtensionSettingsBody,
+  ExtensionSettingsDto,
+  ExtensionSettingsView,
+} from '../common/extensions/extension-settings.dto';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
 import { DevicesService } from './devices.service';
@@ -251,6 +255,7 @@ export class DevicesController {
   @Patch(':identifier/extensions')
   @Route('devices.extensions.update')
   @ApiParam({ name: 'identifier' })
+  @ExtensionSettingsBody()
   @ApiOperationDoc({
     summary: 'Opt the device out of extensions, or allow them again',
     description:

@@ -4,7 +4,11 @@ import { ApiBody, ApiExtraModels, ApiParam, ApiTags, getSchemaPath } from '@nest
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { ExtensionSettingsDto, ExtensionSettingsView } from '../common/extensions/extension-settings.dto';
+import {
+  ExtensionSettingsBody,
+  ExtensionSettingsDto,
+  ExtensionSettingsView,
+} from '../common/extensions/extension-settings.dto';
 import {
   CreateProductDto,
   CreateProductWrappedDto,
@@ -42,7 +46,7 @@ const UPDATE_DOC = {
 };
 
 @ApiTags('Products')
-@ApiExtraModels(UpdateProductDto, UpdateProductWrappedDto)
+@ApiExtraModels(CreateProductDto, CreateProductWrappedDto, UpdateProductDto, UpdateProductWrappedDto)
 @ApiParam({ name: 'org_name', description: 'Organization name' })
 @Controller('api/orgs/:org_name/products')
 export class ProductsController {
@@ -53,7 +57,9 @@ export class ProductsController {
   @ApiBody({
     description:
       'The spec wraps the product (`{"product":{"name":...}}`); a top-level `{"name":...}` is accepted too.',
-    type: CreateProductWrappedDto,
+    schema: {
+      anyOf: [{ $ref: getSchemaPath(CreateProductWrappedDto) }, { $ref: getSchemaPath(CreateProductDto) }],
+    },
     examples: {
       wrapped: { value: { product: { name: 'gateway' } } },
       topLevel: { value: { name: 'gateway' } },
@@ -137,16 +143,7 @@ export class ProductsController {
   @Patch(':product_name/extensions')
   @Route('products.extensions.update')
   @ApiParam({ name: 'product_name' })
-  @ApiBody({
-    description:
-      'The extensions to change, each `true` (enable) or `false` (the strings "true"/"false" too); the body may ' +
-      'also be wrapped as `{"extensions": {...}}`. An unknown name is a 422 naming it.',
-    type: ExtensionSettingsDto,
-    examples: {
-      telemetry: { value: { health: true, geo: true, logging: true } },
-      wrapped: { value: { extensions: { network_identity: 'false' } } },
-    },
-  })
+  @ExtensionSettingsBody()
   @ApiOperationDoc({
     summary: 'Enable or disable extensions for the product',
     description:

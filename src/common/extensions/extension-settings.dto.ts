@@ -1,4 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { applyDecorators } from '@nestjs/common';
+import { ApiBody, ApiExtraModels, ApiProperty, getSchemaPath } from '@nestjs/swagger';
 import { StringCastBooleanField } from '../validation/fields';
 import { EXTENSION_KEYS, type ExtensionSettings } from './extension-settings';
 
@@ -27,4 +28,31 @@ export class ExtensionSettingsView implements ExtensionSettings {
   @ApiProperty({ example: false }) local_shell: boolean;
   @ApiProperty({ example: true }) logging: boolean;
   @ApiProperty({ example: true }) network_identity: boolean;
+}
+
+/** NervesHub-style envelope of the settings body; documents the wrapped form (the top-level form is the DTO). */
+export class ExtensionSettingsWrappedDto {
+  @ApiProperty({ type: ExtensionSettingsDto }) extensions: ExtensionSettingsDto;
+}
+
+/** The `PATCH .../extensions` body as OpenAPI shows it: the names top-level, or wrapped in `{"extensions": ...}`. */
+export function ExtensionSettingsBody() {
+  return applyDecorators(
+    ApiExtraModels(ExtensionSettingsDto, ExtensionSettingsWrappedDto),
+    ApiBody({
+      description:
+        'The extensions to change, each `true` or `false` (the strings "true"/"false" too), top-level or wrapped ' +
+        'as `{"extensions": {...}}`. Names not sent are unchanged; an unknown name is a 422 naming it.',
+      schema: {
+        anyOf: [
+          { $ref: getSchemaPath(ExtensionSettingsDto) },
+          { $ref: getSchemaPath(ExtensionSettingsWrappedDto) },
+        ],
+      },
+      examples: {
+        topLevel: { value: { health: true, geo: true, logging: true } },
+        wrapped: { value: { extensions: { network_identity: 'false' } } },
+      },
+    }),
+  );
 }
