@@ -9,6 +9,7 @@ import { buildDocumentWithoutDatabase } from '../scripts/openapi';
 import { FEATURE_MODULES } from '../src/app.module';
 import { DOCUMENTED_ANSWER, type DocumentedAnswer } from '../src/common/openapi/api-docs';
 import { CreatedInterceptor } from '../src/common/http/created';
+import { DEVICE_FILTERS, DEVICE_SORTS } from '../src/devices/device-list.query';
 import { HealthModule } from '../src/health/health.module';
 import { createTestApp, type TestApp } from './support/test-app';
 
@@ -36,6 +37,19 @@ describe('the OpenAPI document built without a database', () => {
       });
     expect(doc.paths['/healthz'].get?.security).toBeUndefined();
     expect(doc.paths['/api/users/me'].get?.security).toEqual([{ bearer_auth: [] }]);
+  });
+});
+
+describe('the device list query in the OpenAPI document', () => {
+  it('documents every filter and sort the server reads', async () => {
+    const doc = await buildDocumentWithoutDatabase();
+    const list = doc.paths['/api/orgs/{org_name}/products/{product_name}/devices'].get!;
+    const names = (list.parameters as { name: string; schema?: { enum?: string[] } }[]).map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(DEVICE_FILTERS.map((filter) => `filters[${filter}]`)));
+    const sort = (list.parameters as { name: string; schema?: { enum?: string[] } }[]).find(
+      (p) => p.name === 'sort',
+    );
+    expect(sort?.schema?.enum).toEqual([...DEVICE_SORTS]);
   });
 });
 

@@ -103,6 +103,7 @@ const DeviceListQueryDocs = () =>
     }),
     text('firmware_version', 'Exact reported firmware version'),
     text('platform', 'Exact reported firmware platform'),
+    text('deployment_group', 'Name of the deployment group the device belongs to'),
     ApiQuery({
       name: 'filters[updates]',
       required: false,
