@@ -32,6 +32,13 @@ export interface DeviceRow {
   product_id: string;
 }
 
+/** Who holds certificates of a public key, as the registration through a CA asks. */
+export interface KeyHolders {
+  otherDevice: boolean;
+  deviceHasKey: boolean;
+  deviceHasCertificates: boolean;
+}
+
 /** What a certificate the socket registers on a CA's authority is stored with. */
 export interface SocketCertificate {
   deviceId: string;
@@ -101,12 +108,45 @@ export class CertificateAuthRepository {
     return rows[0] ?? null;
   }
 
-  /** The devices holding a certificate of this public key, and whether `deviceId` holds any certificate. */
-  async keyHolders(
+  /**
+   * Outside a transaction, in one round trip: the device holding an identifier (or null) and who holds certificates
+   * of the public key (`deviceHas...` false when there is no such device).
+   */
+  async registrationState(
+    identifier: string,
     publicKeyFingerprint: string,
-    deviceId: string,
-    tx: Queryable,
-  ): Promise<{ otherDevice: boolean; deviceHasKey: boolean; deviceHasCertificates: boolean }> {
+  ): Promise<{ device: DeviceRow | null; keys: KeyHolders }> {
+    const rows = await readRows<{
+      id: string | null;
+      org_id: string;
+      product_id: string;
+      other_device: boolean;
+      device_has_key: boolean;
+      device_has_certificates: boolean;
+    }>(
+      this.db,
+      `SELECT d.id, d.org_id, d.product_id,
+              EXISTS (SELECT 1 FROM device_certificates
+                       WHERE public_key_fingerprint = $2 AND device_id IS DISTINCT FROM d.id) AS other_device,
+              EXISTS (SELECT 1 FROM device_certificates
+                       WHERE public_key_fingerprint = $2 AND device_id = d.id) AS device_has_key,
+              EXISTS (SELECT 1 FROM device_certificates WHERE device_id = d.id) AS device_has_certificates
+         FROM (SELECT 1) AS one LEFT JOIN devices d ON d.identifier = $1`,
+      [identifier, publicKeyFingerprint],
+    );
+    const row = rows[0];
+    return {
+      device: row.id === null ? null : { id: String(row.id), org_id: row.org_id, product_id: row.product_id },
+      keys: {
+        otherDevice: row.other_device,
+        deviceHasKey: row.device_has_key,
+        deviceHasCertificates: row.device_has_certificates,
+      },
+    };
+  }
+
+  /** The devices holding a certificate of this public key, and whether `deviceId` holds any certificate. */
+  async keyHolders(publicKeyFingerprint: string, deviceId: string, tx: Queryable): Promise<KeyHolders> {
     const rows: { other_device: boolean; device_has_key: boolean; device_has_certificates: boolean }[] =
       await tx.query(
         `SELECT EXISTS (SELECT 1 FROM device_certificates

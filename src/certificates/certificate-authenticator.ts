@@ -24,7 +24,7 @@ import {
   type TrustedCa,
 } from './ca-trust';
 import { CaTrustStore } from './ca-trust.store';
-import { CertificateAuthRepository, type DeviceRow } from './certificate-auth.repository';
+import { CertificateAuthRepository, type DeviceRow, type KeyHolders } from './certificate-auth.repository';
 import { DeviceCertificatesRepository, newDeviceCertificate } from './device-certificates.repository';
 import {
   parseCertificate,
@@ -79,6 +79,30 @@ export const PROXY_SECRET_HEADER = 'x-fleethub-proxy-secret';
 const MAX_PROXIED_HEADER_CHARS = 32 * 1024;
 /** At most this many certificates in the header (the device's and its intermediates). */
 const MAX_PROXIED_CERTIFICATES = 6;
+
+/**
+ * What `lookUp` found by reading: the device of a registered certificate, or a certificate to register through a CA
+ * once the device has proven it holds the key.
+ */
+export type CertificateLookup =
+  | { kind: 'registered'; device: AuthenticatedDevice; certificateId: string; caId: string | null }
+  | { kind: 'register'; cert: ParsedCertificate; ca: TrustedCa; identifier: string };
+
+/** The device rules of a registration through a CA: the device exists in the CA's organization, or JITP creates it. */
+function registrationRefusal(device: DeviceRow | null, ca: TrustedCa): CertificateRefusal | null {
+  if (!device) return ca.jitp ? null : 'device_not_registered';
+  return String(device.org_id) === ca.orgId ? null : 'device_in_other_org';
+}
+
+/**
+ * NervesHub's key rules of a registration through a CA: no other device holds the key, and a device that has
+ * certificates gets one only for a key it holds (a renewal). `created`: the device is new (JITP).
+ */
+function keyRefusal(keys: KeyHolders, created: boolean): CertificateRefusal | null {
+  if (keys.otherDevice) return 'key_of_another_device';
+  if (!created && keys.deviceHasCertificates && !keys.deviceHasKey) return 'unexpected_public_key';
+  return null;
+}
 
 /** Thrown inside the registration transaction to roll it back with a refusal. */
 class Refused extends Error {
@@ -233,13 +257,27 @@ export class CertificateDeviceAuthenticator
   }
 
   /**
-   * The device an inspected certificate authenticates, or why not (see the class). Throws only when the database
-   * fails.
+   * The device an inspected certificate authenticates, or why not (see the class): `lookUp`, then `admit`. Throws only
+   * when the database fails.
    */
   async resolve(
     inspected: InspectedCertificate,
     now = Date.now(),
   ): Promise<AuthenticatedDevice | CertificateRefusal> {
+    const found = await this.lookUp(inspected, now);
+    return typeof found === 'string' ? found : this.admit(found, now);
+  }
+
+  /**
+   * Everything that can be decided by reading the database: the certificate's registration, the chain against the
+   * set loaded now, and for a certificate to register through a CA, the rules the registration will check again
+   * (see `registrationRefusal`). Writes nothing and counts nothing, so the mTLS listener calls it inside the TLS
+   * handshake, before the device has proven that it holds the certificate's key.
+   */
+  async lookUp(
+    inspected: InspectedCertificate,
+    now = Date.now(),
+  ): Promise<CertificateLookup | CertificateRefusal> {
     const { leaf, presented } = inspected;
     let { chain } = inspected;
     const { registered, maxCaId } = await this.repository.findRegistered(leaf.fingerprint);
@@ -250,19 +288,23 @@ export class CertificateDeviceAuthenticator
       if (this.trust.set !== inspected.trust) chain = this.trust.set.verify(leaf, presented, now);
     }
     if (registered) {
+      let caId: string | null = null;
       if (registered.ca_certificate_id !== null) {
         if (!chain.ok) return chain.reason;
         if (chain.ca.orgId !== String(registered.org_id)) return 'device_in_other_org';
-        this.used(this.usedCas, chain.ca.id, now);
+        caId = chain.ca.id;
       }
-      this.used(this.usedCertificates, registered.certificate_id, now);
-      this.accepted.inc({ via: 'registered' });
       return {
-        deviceId: String(registered.device_id),
-        identifier: registered.identifier,
-        productId: String(registered.product_id),
-        orgId: String(registered.org_id),
-        registered: false,
+        kind: 'registered',
+        certificateId: registered.certificate_id,
+        caId,
+        device: {
+          deviceId: String(registered.device_id),
+          identifier: registered.identifier,
+          productId: String(registered.product_id),
+          orgId: String(registered.org_id),
+          registered: false,
+        },
       };
     }
     if (!chain.ok) return chain.reason;
@@ -273,9 +315,28 @@ export class CertificateDeviceAuthenticator
     const identifier = cert.commonName;
     if (!identifier) return 'missing_common_name';
     if (!DEVICE_IDENTIFIER_PATTERN.test(identifier)) return 'invalid_identifier';
+    const state = await this.repository.registrationState(identifier, cert.publicKeyFingerprint);
+    const refusal =
+      registrationRefusal(state.device, chain.ca) ?? keyRefusal(state.keys, state.device === null);
+    if (refusal) return refusal;
+    return { kind: 'register', cert, ca: chain.ca, identifier };
+  }
+
+  /**
+   * Accepts what `lookUp` found, once the device has proven that it holds the key: a registered certificate's
+   * device, or the registration through the CA (JITP included), whose rules are checked again in its transaction.
+   * Counts the acceptance and keeps `last_used`.
+   */
+  async admit(found: CertificateLookup, now = Date.now()): Promise<AuthenticatedDevice | CertificateRefusal> {
+    if (found.kind === 'registered') {
+      if (found.caId !== null) this.used(this.usedCas, found.caId, now);
+      this.used(this.usedCertificates, found.certificateId, now);
+      this.accepted.inc({ via: 'registered' });
+      return found.device;
+    }
     try {
-      const device = await this.registerThroughCa(cert, chain.ca, identifier);
-      this.used(this.usedCas, chain.ca.id, now);
+      const device = await this.registerThroughCa(found.cert, found.ca, found.identifier);
+      this.used(this.usedCas, found.ca.id, now);
       this.accepted.inc({ via: device.registered ? 'jitp' : 'ca' });
       return device;
     } catch (err) {
@@ -344,22 +405,24 @@ export class CertificateDeviceAuthenticator
     return this.transactions.run(async (tx) => {
       let device: DeviceRow | null = await this.repository.deviceByIdentifier(identifier, tx);
       let created = false;
+      const refusal = registrationRefusal(device, ca);
+      if (refusal) throw new Refused(refusal);
       if (!device) {
-        if (!ca.jitp) throw new Refused('device_not_registered');
-        const inserted = await this.devices.registerIfAbsent(ca.orgId, ca.jitp.productId, identifier, tx, {
-          tags: ca.jitp.tags,
-          description: ca.jitp.description,
+        const jitp = ca.jitp!;
+        const inserted = await this.devices.registerIfAbsent(ca.orgId, jitp.productId, identifier, tx, {
+          tags: jitp.tags,
+          description: jitp.description,
         });
         if (inserted[0]) {
           created = true;
-          device = { id: String(inserted[0].id), org_id: ca.orgId, product_id: ca.jitp.productId };
+          device = { id: String(inserted[0].id), org_id: ca.orgId, product_id: jitp.productId };
           await this.audit.record(tx, {
             orgId: ca.orgId,
             actor: null,
             action: 'device.register',
             targetType: 'device',
             targetId: identifier,
-            details: { jitp: true, ca_certificate: ca.serial, product_id: ca.jitp.productId },
+            details: { jitp: true, ca_certificate: ca.serial, product_id: jitp.productId },
           });
         } else {
           // A concurrent first connection created it (it waited for that one to commit): use that row.
@@ -370,10 +433,11 @@ export class CertificateDeviceAuthenticator
       const deviceId = String(device.id);
       if (String(device.org_id) !== ca.orgId) throw new Refused('device_in_other_org');
       await this.certificates.lockPublicKey(cert.publicKeyFingerprint, tx);
-      const keys = await this.repository.keyHolders(cert.publicKeyFingerprint, deviceId, tx);
-      if (keys.otherDevice) throw new Refused('key_of_another_device');
-      if (!created && keys.deviceHasCertificates && !keys.deviceHasKey)
-        throw new Refused('unexpected_public_key');
+      const keyRule = keyRefusal(
+        await this.repository.keyHolders(cert.publicKeyFingerprint, deviceId, tx),
+        created,
+      );
+      if (keyRule) throw new Refused(keyRule);
       const inserted = await this.repository.insertThroughCa(
         { ...newDeviceCertificate(deviceId, cert), caCertificateId: ca.id },
         tx,
