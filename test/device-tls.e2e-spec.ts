@@ -18,7 +18,7 @@ import { eventually } from './support/eventually';
 import { type TestUser, unique } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
 import { orgScenario } from './support/scenario';
-import type { TestApp } from './support/test-app';
+import { createTestApp, type TestApp } from './support/test-app';
 
 /**
  * The mTLS device socket over real TLS, with certificates made by cert-builder: each device connects from its own
@@ -453,6 +453,167 @@ describe('mTLS device socket', () => {
       .set(admin.auth)
       .expect(200);
     expect(res.body.data).toHaveLength(3);
+  });
+
+  describe('refused inside the TLS 1.2 handshake, with the alert that says why', () => {
+    /**
+     * What a TLS 1.2 client (NervesHubLink offers TLS 1.2 only; Node's client is OpenSSL's, as Erlang's reads the
+     * same records) gets from the handshake: 'secure' (the server sent its Finished), or the server's alert.
+     */
+    async function handshake12(
+      device: Issued | null,
+      chain: Issued[] = [],
+      target = { port, ca: serverCa },
+    ): Promise<'secure' | { alert: number; code: string }> {
+      const key = device ? await keyPem(device) : undefined;
+      return new Promise((resolve) => {
+        const socket = tlsConnect({
+          socket: netConnect({ port: target.port, host: '127.0.0.1', localAddress: nextAddress() }),
+          host: '127.0.0.1',
+          ca: target.ca,
+          cert: device ? [device, ...chain].map((c) => c.pem).join('\n') : undefined,
+          key,
+          minVersion: 'TLSv1.2',
+          maxVersion: 'TLSv1.2',
+        });
+        socket.once('secureConnect', () => {
+          socket.destroy();
+          resolve('secure');
+        });
+        socket.once('error', (err: Error & { code?: string }) => {
+          const alert = /SSL alert number (\d+)/.exec(err.message);
+          resolve({ alert: alert ? Number(alert[1]) : 0, code: err.code ?? err.message });
+        });
+      });
+    }
+
+    async function joins12(device: Issued, target = { port, ca: serverCa }): Promise<void> {
+      const client = await DeviceSocketClient.open(
+        `wss://127.0.0.1:${target.port}/socket/websocket?vsn=2.0.0`,
+        { ...(await clientOptions(device)), ca: target.ca, maxVersion: 'TLSv1.2' },
+      );
+      try {
+        expect((await client.join('device', {}))[4]).toMatchObject({ status: 'ok' });
+      } finally {
+        await client.close();
+      }
+    }
+
+    it('a certificate no registered CA signed (another CA, self-signed and unregistered): unknown_ca (48), counted', async () => {
+      const identifier = await t.fixtures.device(admin, org, product);
+      const before = await refusals('unknown_ca');
+      expect(await handshake12(await leaf(await ca(), { cn: identifier }))).toEqual({
+        alert: 48,
+        code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+      });
+      expect(await handshake12(await selfSigned({ cn: identifier }))).toEqual({
+        alert: 48,
+        code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+      });
+      expect(await refusals('unknown_ca')).toBe(before + 2);
+    });
+
+    it('expired: the device certificate or an intermediate, certificate_expired (45); not yet valid, bad_certificate (42)', async () => {
+      const root = await ca();
+      await registerCa(root);
+      const identifier = await t.fixtures.device(admin, org, product);
+      const before = await refusals('expired');
+      expect(
+        await handshake12(await leaf(root, { cn: identifier, notBefore: days(-10), notAfter: days(-1) })),
+      ).toEqual({ alert: 45, code: 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED' });
+      expect(await refusals('expired')).toBe(before + 1);
+      const lapsed = await ca({ cn: 'lapsed intermediate', notBefore: days(-10), notAfter: days(-1) }, root);
+      expect(await handshake12(await leaf(lapsed, { cn: identifier }), [lapsed])).toEqual({
+        alert: 45,
+        code: 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+      });
+      expect(
+        await handshake12(await leaf(root, { cn: identifier, notBefore: days(1), notAfter: days(10) })),
+      ).toEqual({ alert: 42, code: 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE' });
+    });
+
+    it('revocation is deletion: a deleted CA and a deleted device certificate are unknown again, unknown_ca (48)', async () => {
+      // fleethub keeps no revocation list: a deleted certificate is not "revoked" but unknown, so never
+      // certificate_revoked (44).
+      const authority = await ca();
+      await registerCa(authority);
+      const identifier = await t.fixtures.device(admin, org, product);
+      const cert = await leaf(authority, { cn: identifier });
+      expect(await handshake12(cert)).toBe('secure');
+      await t
+        .http()
+        .delete(`/api/orgs/${org}/ca_certificates/${authority.serial}`)
+        .set(admin.auth)
+        .expect(204);
+      expect(await handshake12(cert)).toEqual({ alert: 48, code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA' });
+      const registered = await registeredDevice();
+      await joins12(registered.cert);
+      await t
+        .http()
+        .delete(`${devicePath(registered.identifier)}/certificates/${registered.cert.serial}`)
+        .set(admin.auth)
+        .expect(204);
+      expect(await handshake12(registered.cert)).toEqual({
+        alert: 48,
+        code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+      });
+    });
+
+    it('still accepted: a certificate registered one by one (self-signed), a registered CA’s, JITP; refused with an alert: no device (certificate_unknown, 46), no certificate (handshake_failure, 40)', async () => {
+      await joins12((await registeredDevice()).cert);
+      const authority = await ca();
+      await registerCa(authority);
+      await joins12(await leaf(authority, { cn: await t.fixtures.device(admin, org, product) }));
+      const jitpProduct = await t.fixtures.product(admin, org, unique('jitp12'));
+      const provisioning = await ca();
+      await registerCa(provisioning, { jitp: { product_name: jitpProduct, tags: [], description: null } });
+      const newcomer = unique('jitp12-');
+      await joins12(await leaf(provisioning, { cn: newcomer }));
+      await t
+        .http()
+        .get(`/api/orgs/${org}/products/${jitpProduct}/devices/${newcomer}`)
+        .set(admin.auth)
+        .expect(200);
+
+      const notRegistered = await refusals('device_not_registered');
+      expect(await handshake12(await leaf(authority, { cn: unique('nobody-') }))).toEqual({
+        alert: 46,
+        code: 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN',
+      });
+      expect(await refusals('device_not_registered')).toBe(notRegistered + 1);
+      const none = await refusals('no_certificate');
+      expect(await handshake12(null)).toEqual({ alert: 40, code: 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE' });
+      expect(await refusals('no_certificate')).toBe(none + 1);
+    });
+
+    it('a CA registered on another instance is accepted here; deleted there, it is refused here with unknown_ca once the instance bus says so', async () => {
+      const other = await createTestApp(
+        { FLEETHUB_DEVICE_TLS_PORT: '0', FLEETHUB_RATE_LIMIT_API_PER_MIN: '0' },
+        { databaseUrl: t.databaseUrl },
+      );
+      try {
+        const otherListener = other.app.get(DeviceTlsListener);
+        const there = { port: otherListener.port!, ca: await readFile(otherListener.caFile!, 'utf8') };
+        const authority = await ca();
+        await registerCa(authority);
+        const identifier = await t.fixtures.device(admin, org, product);
+        const cert = await leaf(authority, { cn: identifier });
+        await joins12(cert, there);
+        await t
+          .http()
+          .delete(`/api/orgs/${org}/ca_certificates/${authority.serial}`)
+          .set(admin.auth)
+          .expect(204);
+        expect(
+          await eventually(
+            () => handshake12(cert, [], there),
+            (outcome) => outcome !== 'secure' && outcome.alert === 48,
+          ),
+        ).toEqual({ alert: 48, code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA' });
+      } finally {
+        await other.close();
+      }
+    });
   });
 
   it('plain requests and other paths get nothing but 404', async () => {
