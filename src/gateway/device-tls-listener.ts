@@ -209,7 +209,13 @@ export class DeviceTlsListener implements OnApplicationBootstrap, BeforeApplicat
     const gate = new ClientCertificateGate(socket, async (certificates) => {
       // The device waits for the judgment, not the other way round: its handshake time stops meanwhile.
       clearTimeout(timeout);
-      const decision = await this.judgeInHandshake(address, certificates);
+      let decision: Judged | GateDecision;
+      try {
+        decision = await this.judgeInHandshake(address, certificates);
+      } catch (err) {
+        this.logger.error({ err }, 'device certificate authentication failed');
+        decision = 'close';
+      }
       if (typeof decision === 'object') {
         judged = decision;
         timeout = setTimeout(() => tlsSocket.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
