@@ -71,6 +71,11 @@ describe('route table', () => {
     expect(publicRoutes.sort()).toEqual([
       'AuthController.login',
       'AuthController.loginDeprecated',
+      // A browser's own session: sign-in takes credentials; reading and ending it, the session cookie (checked
+      // by the service, with the CSRF token for the DELETE).
+      'BrowserSessionsController.show',
+      'BrowserSessionsController.signIn',
+      'BrowserSessionsController.signOut',
       // NervesHub's browser sign-in for its CLI: the session token (unguessable) is the credential.
       'CliSessionPageController.show',
       'CliSessionPageController.submit',
