@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { SESSION_COOKIE } from './browser-sessions/session-request';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from './common/validation/json-limits';
 
 export const API_VERSION = '2.0.0';
@@ -50,6 +51,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', description: 'A personal access token (nhu_...)' },
       'bearer_auth',
+    )
+    .addCookieAuth(
+      SESSION_COOKIE,
+      {
+        type: 'apiKey',
+        in: 'cookie',
+        description: 'The browser session of `POST /api/session` (changes also need `X-CSRF-Token`)',
+      },
+      'session_cookie',
     )
     .build();
   config.tags = Object.entries(TAGS).map(([name, description]) => ({ name, description }));

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiCookieAuth, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Actor } from '../common/auth/actor';
 import { CurrentActor, Public, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
@@ -41,6 +41,7 @@ export class BrowserSessionsController {
 
   @Get()
   @Public()
+  @ApiCookieAuth('session_cookie')
   @ApiOperationDoc({
     summary: "The browser's session: its user and CSRF token",
     description: `Extension of 2.0.0. What a reloaded page asks for its CSRF token. ${COOKIE_ONLY}`,
@@ -54,6 +55,7 @@ export class BrowserSessionsController {
 
   @Delete()
   @Public()
+  @ApiCookieAuth('session_cookie')
   @ApiOperationDoc({
     summary: 'Sign out: end the browser session',
     description:
