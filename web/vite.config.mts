@@ -6,7 +6,7 @@ import { defineConfig } from 'vite';
  */
 export default defineConfig({
   base: '/',
-  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   resolve: { alias: { react: 'preact/compat', 'react-dom': 'preact/compat' } },
   build: {
     outDir: '../dist/web',
