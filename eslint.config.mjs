@@ -11,6 +11,7 @@ export default tseslint.config(
       'jest.config.js',
       'eslint.config.mjs',
       'bin/**',
+      'web/src/api/schema.d.ts',
     ],
   },
   eslint.configs.recommended,

@@ -13,6 +13,7 @@ import { DeviceTelemetry1795765569195 } from './1795765569195-DeviceTelemetry';
 import { DeviceTelemetryPartitions1795765600000 } from './1795765600000-DeviceTelemetryPartitions';
 import { DeviceCertificateAuthority1795765616794 } from './1795765616794-DeviceCertificateAuthority';
 import { NervesHubParity1795767991740 } from './1795767991740-NervesHubParity';
+import { BrowserSessions1795913691329 } from './1795913691329-BrowserSessions';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -31,4 +32,5 @@ export const MIGRATIONS: Function[] = [
   DeviceTelemetryPartitions1795765600000,
   DeviceCertificateAuthority1795765616794,
   NervesHubParity1795767991740,
+  BrowserSessions1795913691329,
 ];

@@ -5,6 +5,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { BrowserSessionsModule } from './browser-sessions/browser-sessions.module';
 import { CertificatesModule } from './certificates/certificates.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { AppLogger, LoggingModule } from './common/http/logger';
@@ -50,6 +51,7 @@ export const FEATURE_MODULES = [
   DeploymentOrchestratorModule,
   CliSessionsModule,
   InvitationsModule,
+  BrowserSessionsModule,
 ];
 
 @Module({})

@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { toDomainError } from './common/errors/all-exceptions.filter';
 import { ConnectionDrain } from './common/http/connection-drain';
+import { findConsoleBuild, serveConsole } from './common/http/console-site';
 import { replyJsonDirectly } from './common/http/json-reply';
 import { LARGE_JSON_PATH, MAX_LARGE_JSON_BYTES, readLargeJson } from './common/http/large-json-body';
 import { AppLogger } from './common/http/logger';
@@ -92,5 +93,7 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
     );
   });
   setupOpenApi(app);
+  if (!serveConsole(app, findConsoleBuild()))
+    logger.warn('no console build (dist/web): `npm run build` makes it', 'Console');
   return connections;
 }

@@ -1,11 +1,14 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { SESSION_COOKIE } from './browser-sessions/session-request';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from './common/validation/json-limits';
 
 export const API_VERSION = '2.0.0';
 
 const TAGS: Record<string, string> = {
   Auth: 'The caller and personal access tokens',
+  'Browser Sessions':
+    'Sign-in in a browser: a session in an HttpOnly cookie, with a CSRF token for every change it makes',
   Devices: "A product's device fleet: register, list, change, upgrade, console",
   'Devices (short URL)': 'A device by its identifier alone, among the organizations of the caller',
   Firmwares: 'Signed fwup firmware archives of a product',
@@ -33,7 +36,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('fleethub API')
     .setDescription(
       'The NervesHub management API (2.0.0), served by fleethub. Operations marked "Extension of 2.0.0" ' +
-        'complete the specified groups. Authenticate with `Authorization: Bearer <personal access token>`.\n\n' +
+        'complete the specified groups. Authenticate with `Authorization: Bearer <personal access token>`. ' +
+        'A browser may use the session cookie of `POST /api/session` instead (when it sends no ' +
+        '`Authorization`); every change made with the cookie needs the header `X-CSRF-Token`.\n\n' +
         `Request bodies are JSON of at most ${MAX_JSON_BODY_BYTES / 1024 / 1024} MiB, nested at most ` +
         `${MAX_JSON_DEPTH} levels of objects and arrays, with at most ${MAX_JSON_VALUES} values in all (every ` +
         'object, array, string, number, boolean and null counts). A larger body gets a 413; a deeper one, or ' +
@@ -46,6 +51,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', description: 'A personal access token (nhu_...)' },
       'bearer_auth',
+    )
+    .addCookieAuth(
+      SESSION_COOKIE,
+      {
+        type: 'apiKey',
+        in: 'cookie',
+        description: 'The browser session of `POST /api/session` (changes also need `X-CSRF-Token`)',
+      },
+      'session_cookie',
     )
     .build();
   config.tags = Object.entries(TAGS).map(([name, description]) => ({ name, description }));

@@ -2,6 +2,7 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer } from '@nestjs/core';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { BrowserSessionsRepository } from '../src/browser-sessions/browser-sessions.repository';
 import { PUBLIC_ROUTE, ROUTE_NAME } from '../src/common/auth/decorators';
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../src/common/auth/route-policies';
 import { type Role, roleSatisfies } from '../src/common/auth/roles';
@@ -88,6 +89,8 @@ interface Fixture {
   group: string;
   /** A spare personal access token of each signed-in caller (`/api/users/me/tokens/:id` is the caller's own). */
   tokens: Record<'outsider' | Role, string>;
+  /** A browser session of each signed-in caller (`/api/users/me/sessions/:id` is the caller's own). */
+  sessions: Record<'outsider' | Role, string>;
 }
 
 type Caller = 'no token' | 'expired token' | 'outsider' | 'view' | 'manage' | 'admin' | 'read token';
@@ -170,6 +173,22 @@ describe('isolation matrix: every route × every kind of caller', () => {
       manage: await spareToken(members.manage!),
       admin: await spareToken(admin),
     };
+    // Straight through the repository: signing in for every fixture would run into the login rate limit.
+    const spareSession = async (user: TestUser): Promise<string> =>
+      (
+        await t.app
+          .get(BrowserSessionsRepository)
+          .insert(user.user.id, randomBytes(32), 'isolation matrix', '127.0.0.1', {
+            idleSec: 3600,
+            maxSec: 3600,
+          })
+      ).id;
+    const sessions = {
+      outsider: await spareSession(outsider),
+      view: await spareSession(members.view!),
+      manage: await spareSession(members.manage!),
+      admin: await spareSession(admin),
+    };
     return {
       product,
       device,
@@ -181,6 +200,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
       importJob,
       group,
       tokens,
+      sessions,
     };
   }
 
@@ -197,6 +217,11 @@ describe('isolation matrix: every route × every kind of caller', () => {
           return fx.script;
         case 'id':
           if (route.path.includes('/device_imports/')) return fx.importJob;
+          if (route.path.startsWith('/api/users/me/sessions/')) {
+            return caller in fx.sessions
+              ? fx.sessions[caller as keyof Fixture['sessions']]
+              : fx.sessions.admin;
+          }
           if (!route.path.startsWith('/api/users/me/tokens/')) return fx.script;
           return caller in fx.tokens ? fx.tokens[caller as keyof Fixture['tokens']] : fx.tokens.admin;
         case 'uuid':

@@ -7,6 +7,8 @@ import { type Role, roleSatisfies } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
+import { BrowserSessionAuthenticator } from '../browser-sessions/browser-session-authenticator';
+import { sessionRequest } from '../browser-sessions/session-request';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { joinedProduct } from '../products/products.service';
 import { AccessRepository } from './access.repository';
@@ -31,6 +33,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly tokens: TokensService,
+    private readonly browserSessions: BrowserSessionAuthenticator,
     private readonly accessRows: AccessRepository,
     private readonly limiter: RateLimiter,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -88,10 +91,14 @@ export class AuthGuard implements CanActivate {
 
   /**
    * The token's actor. A presented credential that fails counts against the source address; over the
-   * limit, the address gets 429 (before any token lookup) until its window ends.
+   * limit, the address gets 429 (before any token lookup) until its window ends. Without an `Authorization`
+   * header, a browser session's cookie (not counted: its secret cannot be guessed, and an expired one is normal).
    */
   private async authenticate(request: AuthenticatedRequest) {
     const header = request.headers.authorization;
+    if (header === undefined && request.headers.cookie !== undefined) {
+      return this.browserSessions.authenticate(sessionRequest(request));
+    }
     const limit = this.config.rateLimitAuthFailuresPerMin;
     const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
     const counted = limit > 0 && header !== undefined;

@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { RateLimitBucketsRepository } from '../common/http/rate-limit-buckets.repository';
 import { RateLimiter } from '../common/http/rate-limiter';
+import { BrowserSessionAuthenticator } from '../browser-sessions/browser-session-authenticator';
+import { BrowserSessionsRepository } from '../browser-sessions/browser-sessions.repository';
 import { InstanceBusModule } from '../database/instance-bus/instance-bus.module';
 import { UsersModule } from '../users/users.module';
 import { AuthController } from './auth.controller';
@@ -24,8 +26,11 @@ import { TokensService } from './tokens.service';
     AuthService,
     RateLimitBucketsRepository,
     RateLimiter,
+    // The guard authenticates browser session cookies too (src/browser-sessions), through the TokenCache.
+    BrowserSessionsRepository,
+    BrowserSessionAuthenticator,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [TokensService, RateLimiter, AuthService],
+  exports: [TokensService, RateLimiter, AuthService, BrowserSessionsRepository, BrowserSessionAuthenticator],
 })
 export class AuthModule {}

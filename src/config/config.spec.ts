@@ -61,6 +61,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('browser sessions: 60 idle minutes and 12 hours at most by default; bounded', () => {
+    expect(loadConfig({}).browserSessions).toEqual({ idleMinutes: 60, maxHours: 12 });
+    expect(
+      loadConfig({ FLEETHUB_SESSION_IDLE_MINUTES: '15', FLEETHUB_SESSION_MAX_HOURS: '24' }).browserSessions,
+    ).toEqual({ idleMinutes: 15, maxHours: 24 });
+    expect(() => loadConfig({ FLEETHUB_SESSION_IDLE_MINUTES: '0', FLEETHUB_SESSION_MAX_HOURS: 'x' })).toThrow(
+      'FLEETHUB_SESSION_IDLE_MINUTES must be an integer from 1 to 10080 (got "0")\n' +
+        '  - FLEETHUB_SESSION_MAX_HOURS must be an integer from 1 to 8760 (got "x")',
+    );
+  });
+
   it('shutdown: no drain and 20 s for requests in flight by default; both settable, bounded', () => {
     expect(loadConfig({})).toMatchObject({ shutdownDrainMs: 0, shutdownTimeoutMs: 20_000 });
     expect(

@@ -46,6 +46,15 @@ export interface AppConfig {
   deviceCertProxy: DeviceCertProxyConfig | null;
   /** Outgoing mail (invitations): null, none is sent. */
   smtp: SmtpConfig | null;
+  /** Browser sign-in sessions (`POST /api/session`). */
+  browserSessions: BrowserSessionsConfig;
+}
+
+export interface BrowserSessionsConfig {
+  /** A session unused for this long ends (precise to about a minute: last use is recorded once a minute). */
+  idleMinutes: number;
+  /** A session ends this long after sign-in, however much it is used. */
+  maxHours: number;
 }
 
 export interface TelemetryConfig {
@@ -224,6 +233,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const deviceTls = deviceTlsConfig(env, port, problems);
   const deviceCertProxy = deviceCertProxyConfig(env, problems);
   const smtp = smtpConfig(env, publicUrl, problems);
+  const browserSessions: BrowserSessionsConfig = {
+    idleMinutes: integer(env, 'FLEETHUB_SESSION_IDLE_MINUTES', 60, 1, 10_080, problems),
+    maxHours: integer(env, 'FLEETHUB_SESSION_MAX_HOURS', 12, 1, 8_760, problems),
+  };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -247,6 +260,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     deviceTls,
     deviceCertProxy,
     smtp,
+    browserSessions,
   };
 }
 

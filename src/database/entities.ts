@@ -3,6 +3,7 @@ import { OrgInvitation } from '../invitations/invitation.entity';
 import { CliSession } from '../cli-sessions/cli-session.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
+import { BrowserSession } from '../browser-sessions/browser-session.entity';
 import { CaCertificate } from '../certificates/ca-certificate.entity';
 import { DeviceCertificate } from '../certificates/device-certificate.entity';
 import { RateLimitBucket } from '../common/http/rate-limit-bucket.entity';
@@ -60,4 +61,5 @@ export const ENTITIES = [
   CliSession,
   OrgInvitation,
   DeviceImport,
+  BrowserSession,
 ];

@@ -1,18 +1,9 @@
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
 import type { TestUser } from '../support/fixtures';
 import { listenOnLoopback } from '../support/listening-app';
 import { createTestApp, type TestApp } from '../support/test-app';
 
-const CHROMIUM = process.env.FLEETHUB_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const PASSWORD = 'correct horse battery staple';
 
 interface Started {
@@ -30,7 +21,7 @@ describe('the CLI sign-in page in Chromium', () => {
     t = await createTestApp({ FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '1000' });
     ({ url } = await listenOnLoopback(t));
     ada = await t.fixtures.user({ password: PASSWORD });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,21 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
 import type { TestUser } from '../support/fixtures';
 import { listenOnLoopback } from '../support/listening-app';
 import { createTestApp, type TestApp } from '../support/test-app';
 
-const CHROMIUM = process.env.FLEETHUB_CHROMIUM ?? '/usr/bin/chromium';
-/** The flags that work on these machines (docs: shared toolchain notes): no sandbox as root, no network chatter. */
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOT = join(__dirname, '..', '..', 'test-results', 'swagger-ui.png');
 
 describe('Swagger UI in Chromium', () => {
@@ -27,7 +17,7 @@ describe('Swagger UI in Chromium', () => {
     t = await createTestApp();
     ({ url } = await listenOnLoopback(t));
     user = await t.fixtures.user({ email: `swagger-${Date.now()}@example.com` });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -45,10 +35,12 @@ describe('Swagger UI in Chromium', () => {
     // Authorize: the bearer_auth dialog takes the token.
     await page.locator('.auth-wrapper button.authorize').click();
     const dialog = page.locator('.dialog-ux .modal-ux');
-    await dialog.locator('input').first().fill(user.token);
-    await dialog.locator('.auth-btn-wrapper button.authorize').click();
-    await dialog.locator('.auth-btn-wrapper button.btn-done').waitFor(); // "Logout" and "Close" once authorized
-    await dialog.locator('.auth-btn-wrapper button.btn-done').click();
+    // The dialog lists the bearer token and the browser session's cookie: the token's form.
+    const bearer = dialog.locator('form').filter({ hasText: 'bearer_auth' });
+    await bearer.locator('input').first().fill(user.token);
+    await bearer.locator('.auth-btn-wrapper button.authorize').click();
+    await bearer.locator('.auth-btn-wrapper button.btn-done').waitFor(); // "Logout" and "Close" once authorized
+    await bearer.locator('.auth-btn-wrapper button.btn-done').click();
     await dialog.waitFor({ state: 'detached' });
 
     // Try it out → Execute on GET /api/users/me.

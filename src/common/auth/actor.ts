@@ -9,8 +9,11 @@ export interface Actor {
   email: string;
   username: string;
   name: string;
+  /** The token's id; for a browser session, `session:<id>` (the API rate limit is per token or session). */
   tokenId: string;
   scope: TokenScope;
+  /** Set when a browser session's cookie authenticated the request: that session's id. */
+  sessionId?: string;
   /** How answers render where the spec and NervesHub differ (absent: `fleethub`). */
   rendering?: TokenRendering;
   /** The request this actor is acting in (`x-request-id`), recorded in the audit log. */

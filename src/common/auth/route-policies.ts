@@ -13,6 +13,8 @@ export const ROUTE_POLICIES = {
   'tokens.list': { scope: 'user' },
   'tokens.create': { scope: 'user' },
   'tokens.revoke': { scope: 'user' },
+  'sessions.list': { scope: 'user' },
+  'sessions.end': { scope: 'user' },
   'orgs.create': { scope: 'user' },
   'orgs.list': { scope: 'user' },
 

@@ -26,6 +26,10 @@ export class DomainError extends Error {
     return new DomainError(ErrorCode.ROLE_TOO_LOW);
   }
 
+  static csrfRefused(): DomainError {
+    return new DomainError(ErrorCode.CSRF_REFUSED, 'missing or invalid CSRF token');
+  }
+
   static notFound(): DomainError {
     return new DomainError(ErrorCode.NOT_FOUND);
   }

@@ -3,6 +3,8 @@ export enum ErrorCode {
   UNAUTHENTICATED = 'UNAUTHENTICATED',
   READ_ONLY_TOKEN = 'READ_ONLY_TOKEN',
   ROLE_TOO_LOW = 'ROLE_TOO_LOW',
+  /** A change made with a browser session's cookie without its CSRF token, or from another site. */
+  CSRF_REFUSED = 'CSRF_REFUSED',
   /** A firmware download link whose signature does not verify or whose expiry has passed. */
   INVALID_DOWNLOAD_LINK = 'INVALID_DOWNLOAD_LINK',
   NOT_FOUND = 'NOT_FOUND',
@@ -33,6 +35,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.UNAUTHENTICATED]: { status: 401, shape: 'auth' },
   [ErrorCode.READ_ONLY_TOKEN]: { status: 403, shape: 'auth' },
   [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'constant' },
+  [ErrorCode.CSRF_REFUSED]: { status: 403, shape: 'detail' },
   [ErrorCode.INVALID_DOWNLOAD_LINK]: { status: 403, shape: 'constant' },
   [ErrorCode.NOT_FOUND]: { status: 404, shape: 'constant' },
   [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },

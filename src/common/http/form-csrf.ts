@@ -21,7 +21,8 @@ function cookieToken(header: string | undefined): string | undefined {
   return undefined;
 }
 
-function sameSite(req: Request): boolean {
+/** False when the browser says the request comes from another site (`Sec-Fetch-Site`, `Origin`). */
+export function sameSite(req: Request): boolean {
   if (req.headers['sec-fetch-site'] === 'cross-site') return false;
   const origin = req.headers.origin;
   // The pages' referrer policy (no-referrer, helmet's) makes browsers send `Origin: null` on their own forms.

@@ -8,6 +8,7 @@ import type { AppConfig } from '../../config/config';
 import { errorBody } from '../errors/error-body';
 import { DomainError } from '../errors/domain-error';
 import { ErrorCode } from '../errors/error-codes';
+import { ASSETS_PATH, CONSOLE_PAGE } from './console-site';
 import { PAGE_STYLE_SOURCE } from './html-page';
 import type { AppLogger } from './logger';
 
@@ -80,6 +81,26 @@ const PAGES = helmetHeaders({
 });
 const PAGE_PATH = /^\/(auth\/cli|invitations)\//;
 
+// The operator console: its own scripts, styles and API calls, nothing inline, nothing from elsewhere.
+const CONSOLE = helmetHeaders({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:'],
+      fontSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      manifestSrc: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+      objectSrc: ["'none'"],
+    },
+  },
+});
+
 /**
  * helmet's headers everywhere; a Content-Security-Policy that Swagger UI can live with under /api/docs, and one
  * for the server-rendered pages.
@@ -88,9 +109,13 @@ export function setSecurityHeaders(req: Request, res: Response): void {
   const headers =
     req.url.startsWith('/api/docs') && DOCS_PATH.test(req.path)
       ? DOCS
-      : !req.url.startsWith('/api/') && PAGE_PATH.test(req.path)
-        ? PAGES
-        : STRICT;
+      : req.url.startsWith('/api/')
+        ? STRICT
+        : PAGE_PATH.test(req.path)
+          ? PAGES
+          : CONSOLE_PAGE.test(req.path) || req.path.startsWith(`${ASSETS_PATH}/`)
+            ? CONSOLE
+            : STRICT;
   for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
 }
 

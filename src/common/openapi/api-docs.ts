@@ -41,7 +41,7 @@ const ERROR_DOCS: Record<number, { description: string; type: Type<unknown> }> =
   401: { description: 'Missing, malformed, unknown, revoked or expired token', type: AuthErrorBody },
   403: {
     description:
-      'A read-scoped token used for a change (`{"error":"forbidden"}`), or a member whose role is too low (`{"errors":{"detail":...}}`)',
+      'A read-scoped token used for a change (`{"error":"forbidden"}`), a member whose role is too low, or a change made with a browser session cookie without its `X-CSRF-Token` or from another site (`{"errors":{"detail":...}}`)',
     type: DetailErrorBody,
   },
   404: { description: 'Not found, or not a member of the organization', type: DetailErrorBody },

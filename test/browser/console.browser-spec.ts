@@ -1,0 +1,334 @@
+import { readFileSync } from 'node:fs';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { launchChromium, screenshot } from '../support/chromium';
+import type { TestUser } from '../support/fixtures';
+import { listenOnLoopback } from '../support/listening-app';
+import { createTestApp, type TestApp } from '../support/test-app';
+
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'console test password';
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical violations on the page as it is now (axe runs through CDP, not a page script). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/** A page that records what the browser refused or failed: CSP violations, failed requests, script errors. */
+async function watchedPage(context: BrowserContext, problems: string[]): Promise<Page> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('console', (message) => {
+    // A 4xx the page answers in words (a wrong password, a refused key) is Chromium's console error, not a fault.
+    if (message.type() === 'error' && !/status of 4\d\d/.test(message.text())) problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('requestfailed', (request) => problems.push(`failed: ${request.url()}`));
+  return page;
+}
+
+async function signIn(page: Page, url: string, user: TestUser): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('Email').fill(user.user.email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+describe('the operator console in Chromium', () => {
+  let t: TestApp;
+  let url: string;
+  let browser: Browser;
+  let admin: TestUser;
+  let viewer: TestUser;
+  let org: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    ({ url } = await listenOnLoopback(t));
+    admin = await t.fixtures.user({ name: 'Ada Admin', password: PASSWORD });
+    viewer = await t.fixtures.user({ name: 'Vic Viewer', password: PASSWORD });
+    org = await t.fixtures.org(admin, 'console-org');
+    await t.fixtures.addMember(org, viewer, 'view');
+    await t.fixtures.product(admin, org, 'gateway');
+    for (let i = 1; i <= 60; i++) {
+      const identifier = `gw-${String(i).padStart(4, '0')}`;
+      await t.fixtures.device(admin, org, 'gateway', identifier, { tags: i % 3 === 0 ? 'beta,lab' : 'prod' });
+    }
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('serves itself with a strict CSP and hashed, immutable assets', async () => {
+    const index = await t.http().get('/orgs/anything/products').expect(200);
+    expect(index.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(index.headers['cache-control']).toBe('no-cache');
+    const csp = index.headers['content-security-policy'];
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(index.text)?.[1];
+    expect(script).toMatch(/^\/assets\/[\w-]+-[\w-]{8,}\.js$/);
+    const asset = await t.http().get(script!).expect(200);
+    expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    await t.http().get('/assets/no-such-file.js').expect(404);
+    await t.http().get('/api/no-such-route').expect(404);
+  });
+
+  it('signs in, creates a product, changes its settings and extensions, and signs out for good', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+
+    await page.goto(url);
+    await page.getByRole('heading', { name: 'Sign in to fleethub' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'console-sign-in');
+    await page.getByLabel('Email').fill(admin.user.email);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
+
+    await signIn(page, url, admin);
+    await page.waitForURL(`${url}/orgs/${org}/products`);
+    await page.getByRole('link', { name: 'gateway' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByLabel('Name').fill('console-made');
+    await page.getByRole('button', { name: 'Create product' }).click();
+    await page.waitForURL(`${url}/orgs/${org}/products/console-made`);
+    await page.getByRole('heading', { name: 'console-made' }).waitFor();
+    await page.getByLabel('Accept unsigned AtomVM firmware').check();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    await page.getByLabel(/^Health/).check();
+    await page.getByLabel(/^Logs/).check();
+    await page.getByRole('button', { name: 'Save extensions' }).click();
+    await page.getByRole('status').filter({ hasText: 'Extensions saved.' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'console-product');
+
+    const product = await t.http().get(`/api/orgs/${org}/products/console-made`).set(admin.auth).expect(200);
+    expect(product.body.data.allow_unsigned_atomvm_firmware).toBe(true);
+    const extensions = await t
+      .http()
+      .get(`/api/orgs/${org}/products/console-made/extensions`)
+      .set(admin.auth)
+      .expect(200);
+    expect(extensions.body.data).toMatchObject({ health: true, logging: true, geo: false });
+
+    // A reload keeps the session and the page (the URL is the page).
+    await page.reload();
+    await page.getByRole('heading', { name: 'console-made' }).waitFor();
+
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === 'fleethub_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to fleethub' }).waitFor();
+    await t.http().get('/api/session').set('Cookie', `fleethub_session=${session!.value}`).expect(401);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('devices: server-side pages, filters kept in the URL, a device found and edited', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, admin);
+    await page.getByRole('link', { name: 'gateway' }).click();
+    await page.waitForURL(`${url}/orgs/${org}/products/gateway/devices`);
+    await page.getByRole('status').filter({ hasText: '60 devices, page 1 of 2' }).waitFor();
+    expect(await page.locator('table.devices tbody tr').count()).toBe(50);
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByRole('status').filter({ hasText: 'page 2 of 2' }).waitFor();
+    expect(await page.locator('table.devices tbody tr').count()).toBe(10);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByLabel('Tags (all of, comma-separated)').fill('beta');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^20 devices$/ })
+      .waitFor();
+    expect(new URL(page.url()).searchParams.get('tags')).toBe('beta');
+    await page.getByRole('button', { name: 'Identifier' }).click(); // already ascending: now descending
+    await page.waitForURL(/dir=desc/);
+    await page.waitForFunction(
+      "document.querySelector('table.devices tbody tr th')?.textContent === 'gw-0060'",
+    );
+    await screenshot(page, 'console-devices');
+
+    // The URL is the list: opened anew (shared), it shows the same devices.
+    const shared = page.url();
+    const other = await watchedPage(context, problems);
+    await other.goto(shared);
+    await other
+      .getByRole('status')
+      .filter({ hasText: /^20 devices$/ })
+      .waitFor();
+    await expect(other.getByLabel('Tags (all of, comma-separated)').inputValue()).resolves.toBe('beta');
+    await other.close();
+
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await page.getByLabel('Identifier contains').fill('gw-0042');
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^1 device$/ })
+      .waitFor();
+    await page.getByRole('link', { name: 'gw-0042' }).click();
+    await page.getByRole('heading', { name: 'gw-0042' }).waitFor();
+    await page.getByLabel('Description').fill('on the roof');
+    await page.getByRole('button', { name: 'Save device' }).click();
+    await page.getByRole('status').filter({ hasText: 'Device saved.' }).waitFor();
+    await page.getByLabel('logging').uncheck();
+    await page.getByRole('button', { name: 'Save extensions' }).click();
+    await page.getByRole('status').filter({ hasText: 'Extensions saved.' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'console-device');
+    const device = await t.http().get(`/api/devices/gw-0042`).set(admin.auth).expect(200);
+    expect(device.body.data.description).toBe('on the roof');
+    const optOuts = await t
+      .http()
+      .get(`/api/orgs/${org}/products/gateway/devices/gw-0042/extensions`)
+      .set(admin.auth)
+      .expect(200);
+    expect(optOuts.body.data.logging).toBe(false);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('members, signing keys and the audit log: what an admin sees and does', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, admin);
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByRole('row', { name: new RegExp(viewer.user.email) }).waitFor();
+    await page.getByLabel('Email').fill('newcomer@example.com');
+    await page.getByLabel('Role', { exact: true }).selectOption('manage');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByRole('status').filter({ hasText: 'Invitation sent to newcomer@example.com.' }).waitFor();
+    await page.getByRole('button', { name: 'Revoke the invitation of newcomer@example.com' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'console-members');
+
+    await page.getByRole('link', { name: 'Signing keys' }).click();
+    await page.getByRole('heading', { name: 'Signing keys' }).waitFor();
+    const key = Buffer.alloc(32, 7).toString('base64');
+    await page.getByLabel('Name').fill('release');
+    await page.getByLabel('Public key (fwup-key.pub)').fill(key);
+    await page.getByRole('button', { name: 'Add key' }).click();
+    await page.getByRole('cell', { name: key }).waitFor();
+    await page.getByLabel('Name').fill('bad');
+    await page.getByLabel('Public key (fwup-key.pub)').fill('not a key');
+    await page.getByRole('button', { name: 'Add key' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await page.getByRole('rowheader', { name: 'signing_key.create' }).first().waitFor();
+    const href = (await page.getByRole('link', { name: 'Export as CSV' }).getAttribute('href'))!;
+    // Fetched by the page: the session cookie is the credential, as for the link itself.
+    const csv = await page.evaluate(async (link) => {
+      const res = await fetch(link);
+      return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+    }, href);
+    expect(csv.status).toBe(200);
+    expect(csv.type).toContain('text/csv');
+    expect(csv.text).toContain('signing_key.create');
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('account page: a token is created and shown once, works, and is revoked', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, admin);
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('heading', { name: 'Personal access tokens' }).waitFor();
+    await page.getByLabel('Note').fill('from the console');
+    await page.getByLabel('Scope').selectOption('read');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const shown = await page.getByRole('region', { name: 'New token' }).locator('output').textContent();
+    expect(shown).toMatch(/^nhu_[0-9A-Za-z]+$/);
+    await t.http().get('/api/users/me').set('Authorization', `Bearer ${shown!}`).expect(200);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'console-account');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect(page.getByText(shown!).count()).resolves.toBe(0);
+    await page.getByRole('button', { name: 'Revoke token from the console' }).click();
+    await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
+    await t.http().get('/api/users/me').set('Authorization', `Bearer ${shown!}`).expect(401);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('a view member is offered no change, and the server refuses one from its session anyway', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, viewer);
+    await page.waitForURL(`${url}/orgs/${org}/products`);
+    await page.getByRole('link', { name: 'gateway' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Create product' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'gateway' }).click();
+    await page.getByRole('heading', { name: 'gateway' }).waitFor();
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('group', { name: 'Device extensions' }).waitFor();
+    expect(await page.getByRole('button', { name: /^Save/ }).count()).toBe(0);
+    expect(await page.getByLabel(/^Health/).isDisabled()).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    const extensionsUrl = `/api/orgs/${org}/products/gateway/extensions`;
+    const refused = await page.evaluate(async (target) => {
+      const session = (await (await fetch('/api/session')).json()) as { data: { csrf_token: string } };
+      const res = await fetch(target, {
+        method: 'PATCH',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': session.data.csrf_token },
+        body: JSON.stringify({ health: true }),
+      });
+      return res.status;
+    }, extensionsUrl);
+    expect(refused).toBe(403);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('is usable with the keyboard alone: sign in and reach a product', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, []);
+    await page.goto(url);
+    await page.getByLabel('Email').focus();
+    await page.keyboard.type(admin.user.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('link', { name: 'gateway' }).waitFor();
+    await page.getByRole('link', { name: 'gateway' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'gateway' }).waitFor();
+    await context.close();
+  });
+});

@@ -1,0 +1,127 @@
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, setCsrfToken, whenSignedOut } from './api/client';
+import { Layout } from './components/layout';
+import { Account } from './pages/account';
+import { AuditLog } from './pages/audit';
+import { DevicePage } from './pages/device';
+import { Devices } from './pages/devices';
+import { Home } from './pages/home';
+import { Members } from './pages/members';
+import { ProductSettings } from './pages/product';
+import { Products } from './pages/products';
+import { SignIn } from './pages/sign-in';
+import { SigningKeys } from './pages/signing-keys';
+import { match, navigate, useLocation } from './router';
+import type { OrgWithRole, Section, Session } from './session';
+
+/** The console: the session first (a cookie the server set at sign-in), then the page the path names. */
+export function App() {
+  // undefined: not known yet (the first GET /api/session is on its way).
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [orgs, setOrgs] = useState<OrgWithRole[] | null>(null);
+  const { path, search } = useLocation();
+
+  const signedIn = useCallback((next: Session | null) => {
+    setCsrfToken(next?.csrf_token ?? null);
+    setSession(next);
+    if (next === null) setOrgs(null);
+  }, []);
+
+  const loadOrgs = useCallback(async () => {
+    const { data } = await api.GET('/api/orgs');
+    if (data) setOrgs(data.data);
+  }, []);
+
+  useEffect(() => {
+    whenSignedOut(() => signedIn(null));
+    void api.GET('/api/session').then(({ data }) => signedIn(data ? data.data : null));
+  }, []);
+  useEffect(() => {
+    if (session) void loadOrgs();
+  }, [session]);
+  useEffect(() => {
+    document.title = titleOf(path);
+  }, [path]);
+
+  if (session === undefined) return <p class="loading">Loading…</p>;
+  if (session === null) return <SignIn onSignedIn={signedIn} />;
+  if (orgs === null) return <p class="loading">Loading…</p>;
+
+  const signOut = async () => {
+    await api.DELETE('/api/session');
+    signedIn(null);
+    navigate('/', true);
+  };
+  const roleIn = (org: string) => orgs.find((o) => o.name === org)?.role;
+
+  let section: Section | null = null;
+  let org: string | null = null;
+  let page;
+  let params: Record<string, string> | null;
+  if (path === '/' || path === '/sign-in') {
+    page = <Home orgs={orgs} onOrgCreated={loadOrgs} />;
+  } else if ((params = match('/orgs/:org/products', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <Products org={params.org} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <ProductSettings org={params.org} product={params.product} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product/devices', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <Devices org={params.org} product={params.product} search={search} />;
+  } else if ((params = match('/orgs/:org/products/:product/devices/:identifier', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = (
+      <DevicePage
+        org={params.org}
+        product={params.product}
+        identifier={params.identifier}
+        role={roleIn(params.org)}
+      />
+    );
+  } else if ((params = match('/orgs/:org/members', path))) {
+    ({ org } = params);
+    section = 'members';
+    page = <Members org={params.org} role={roleIn(params.org)} me={session.email} />;
+  } else if ((params = match('/orgs/:org/keys', path))) {
+    ({ org } = params);
+    section = 'keys';
+    page = <SigningKeys org={params.org} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/audit', path))) {
+    ({ org } = params);
+    section = 'audit';
+    page = <AuditLog org={params.org} search={search} />;
+  } else if (path === '/account') {
+    section = 'account';
+    page = <Account session={session} />;
+  } else {
+    page = (
+      <>
+        <h1>Not found</h1>
+        <p>There is no page at this address.</p>
+      </>
+    );
+  }
+  return (
+    <Layout session={session} orgs={orgs} org={org} section={section} onSignOut={() => void signOut()}>
+      {page}
+    </Layout>
+  );
+}
+
+function titleOf(path: string): string {
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponentSafe);
+  return parts.length === 0 ? 'fleethub' : `${parts.reverse().join(' · ')} · fleethub`;
+}
+
+function decodeURIComponentSafe(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}

@@ -1,0 +1,241 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, errorText } from '../api/client';
+import type { components, operations } from '../api/schema';
+import { ErrorAlert } from '../components/alert';
+import { Link } from '../components/link';
+import { ProductNav } from '../components/product-nav';
+import { navigate, seg } from '../router';
+
+type Device = components['schemas']['DeviceView'];
+type Pagination = components['schemas']['PaginationView'];
+type ListQuery = NonNullable<operations['Devices_list']['parameters']['query']>;
+
+/** The filters the page offers, each kept in the URL under its own name (a filtered list can be shared). */
+const TEXT_FILTERS = [
+  { name: 'identifier', label: 'Identifier contains' },
+  { name: 'tags', label: 'Tags (all of, comma-separated)' },
+  { name: 'firmware_version', label: 'Firmware version' },
+  { name: 'platform', label: 'Platform' },
+  { name: 'deployment_group', label: 'Deployment group' },
+] as const;
+const CHOICE_FILTERS = [
+  { name: 'connection', label: 'Connection', values: ['connected', 'disconnected', 'not_seen'] },
+  { name: 'updates', label: 'Updates', values: ['enabled', 'disabled', 'penalty-box'] },
+  { name: 'alarm_status', label: 'Health alarms', values: ['with', 'without'] },
+] as const;
+const SORTS = ['identifier', 'connection_status', 'last_communication', 'version', 'inserted_at'] as const;
+const PAGE_SIZES = [25, 50, 100, 250];
+type FilterName = (typeof TEXT_FILTERS)[number]['name'] | (typeof CHOICE_FILTERS)[number]['name'];
+
+/** The list's query as the URL holds it. */
+function listQuery(search: URLSearchParams): ListQuery {
+  const query: Record<string, string | number> = {};
+  for (const { name } of [...TEXT_FILTERS, ...CHOICE_FILTERS]) {
+    const value = search.get(name);
+    if (value) query[`filters[${name}]`] = value;
+  }
+  const sort = search.get('sort');
+  if (sort && (SORTS as readonly string[]).includes(sort)) query.sort = sort;
+  if (search.get('dir') === 'desc') query.sort_direction = 'desc';
+  query['pagination[page]'] = Math.max(1, Number(search.get('page')) || 1);
+  const size = Number(search.get('page_size'));
+  query['pagination[page_size]'] = PAGE_SIZES.includes(size) ? size : 50;
+  return query;
+}
+
+const when = (timestamp: string | null) =>
+  timestamp === null ? 'never' : new Date(timestamp).toLocaleString();
+
+/** The product's devices: the API's filters and sorts, paged by the server, all of it in the URL. */
+export function Devices(props: { org: string; product: string; search: URLSearchParams }) {
+  const { org, product, search } = props;
+  const base = `/orgs/${seg(org)}/products/${seg(product)}/devices`;
+  const [devices, setDevices] = useState<Device[] | null>(null);
+  const [pagination, setPagination] = useState<Pagination | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [draft, setDraft] = useState<Record<string, string>>({});
+  const key = search.toString();
+
+  useEffect(() => {
+    setDraft(
+      Object.fromEntries(
+        [...TEXT_FILTERS, ...CHOICE_FILTERS].map(({ name }) => [name, search.get(name) ?? '']),
+      ),
+    );
+    setError(null);
+    // A later filter or page may answer first: only the newest request's answer is drawn.
+    let newest = true;
+    void api
+      .GET('/api/orgs/{org_name}/products/{product_name}/devices', {
+        params: { path: { org_name: org, product_name: product }, query: listQuery(search) },
+      })
+      .then(({ data, error: failure, response }) => {
+        if (!newest) return;
+        if (data) {
+          setDevices(data.data);
+          setPagination(data.pagination ?? null);
+        } else setError(errorText(failure, response.status));
+      });
+    return () => {
+      newest = false;
+    };
+  }, [org, product, key]);
+
+  /** Goes to the list with these URL parameters changed (empty: removed); a filter change starts at page 1. */
+  const go = (changes: Record<string, string>) => {
+    const next = new URLSearchParams(search);
+    for (const [name, value] of Object.entries(changes)) {
+      if (value === '') next.delete(name);
+      else next.set(name, value);
+    }
+    if (!('page' in changes)) next.delete('page');
+    const query = next.toString();
+    navigate(query === '' ? base : `${base}?${query}`);
+  };
+
+  const sortBy = (sort: (typeof SORTS)[number]) => {
+    const current = search.get('sort') ?? 'identifier';
+    go({ sort, dir: current === sort && search.get('dir') !== 'desc' ? 'desc' : '' });
+  };
+  const sortState = (sort: string): 'ascending' | 'descending' | undefined =>
+    (search.get('sort') ?? 'identifier') === sort
+      ? search.get('dir') === 'desc'
+        ? 'descending'
+        : 'ascending'
+      : undefined;
+  const SortHeader = ({ sort, label }: { sort: (typeof SORTS)[number]; label: string }) => (
+    <th scope="col" aria-sort={sortState(sort)}>
+      <button type="button" class="sort" onClick={() => sortBy(sort)}>
+        {label}
+        <span aria-hidden="true">
+          {sortState(sort) === 'ascending' ? ' ▲' : sortState(sort) === 'descending' ? ' ▼' : ''}
+        </span>
+      </button>
+    </th>
+  );
+
+  const page = pagination?.page_number ?? 1;
+  return (
+    <>
+      <h1>{product}</h1>
+      <ProductNav org={org} product={product} current="devices" />
+      <form
+        class="filters"
+        aria-label="Filter devices"
+        onSubmit={(event) => {
+          event.preventDefault();
+          go(draft);
+        }}
+      >
+        {TEXT_FILTERS.map(({ name, label }) => (
+          <div key={name}>
+            <label for={`filter-${name}`}>{label}</label>
+            <input
+              id={`filter-${name}`}
+              maxLength={255}
+              value={draft[name] ?? ''}
+              onInput={(event) => setDraft({ ...draft, [name]: event.currentTarget.value })}
+            />
+          </div>
+        ))}
+        {CHOICE_FILTERS.map(({ name, label, values }) => (
+          <div key={name}>
+            <label for={`filter-${name}`}>{label}</label>
+            <select
+              id={`filter-${name}`}
+              value={draft[name] ?? ''}
+              onChange={(event) => go({ [name as FilterName]: event.currentTarget.value })}
+            >
+              <option value="">any</option>
+              {values.map((value) => (
+                <option key={value} value={value}>
+                  {value.replace('_', ' ')}
+                </option>
+              ))}
+            </select>
+          </div>
+        ))}
+        <div class="actions">
+          <button type="submit">Apply filters</button>
+          <button type="button" class="secondary" onClick={() => navigate(base)}>
+            Clear
+          </button>
+        </div>
+      </form>
+      <ErrorAlert message={error} />
+      {pagination !== null && (
+        <p role="status" class="count">
+          {pagination.total_entries.toLocaleString()} device{pagination.total_entries === 1 ? '' : 's'}
+          {pagination.total_pages > 1 &&
+            `, page ${page.toLocaleString()} of ${pagination.total_pages.toLocaleString()}`}
+        </p>
+      )}
+      {devices !== null && devices.length > 0 && (
+        <table class="devices">
+          <caption class="visually-hidden">Devices of {product}</caption>
+          <thead>
+            <tr>
+              <SortHeader sort="identifier" label="Identifier" />
+              <SortHeader sort="connection_status" label="Connection" />
+              <SortHeader sort="version" label="Firmware" />
+              <th scope="col">Platform</th>
+              <th scope="col">Tags</th>
+              <th scope="col">Group</th>
+              <SortHeader sort="last_communication" label="Last seen" />
+            </tr>
+          </thead>
+          <tbody>
+            {devices.map((device) => (
+              <tr key={device.identifier}>
+                <th scope="row">
+                  <Link href={`${base}/${seg(device.identifier)}`}>{device.identifier}</Link>
+                </th>
+                <td>
+                  <span class={`dot ${device.connection_status}`} aria-hidden="true" />
+                  {device.connection_status.replace('_', ' ')}
+                </td>
+                <td>{device.version ?? '—'}</td>
+                <td>{device.firmware_metadata?.platform ?? '—'}</td>
+                <td>{device.tags || '—'}</td>
+                <td>{device.deployment_group?.name ?? '—'}</td>
+                <td>{when(device.last_communication)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {pagination !== null && (
+        <nav class="pager" aria-label="Pages">
+          <button
+            type="button"
+            class="secondary"
+            disabled={page <= 1}
+            onClick={() => go({ page: String(page - 1) })}
+          >
+            Previous page
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            disabled={page >= pagination.total_pages}
+            onClick={() => go({ page: String(page + 1) })}
+          >
+            Next page
+          </button>
+          <label for="page-size">Per page</label>
+          <select
+            id="page-size"
+            value={String(pagination.page_size)}
+            onChange={(e) => go({ page_size: e.currentTarget.value })}
+          >
+            {PAGE_SIZES.map((size) => (
+              <option key={size} value={String(size)}>
+                {size}
+              </option>
+            ))}
+          </select>
+        </nav>
+      )}
+    </>
+  );
+}
