@@ -1,3 +1,7 @@
+import {
+  DEVICE_EXTENSION_DEFAULTS,
+  PRODUCT_EXTENSION_DEFAULTS,
+} from '../src/common/extensions/extension-settings';
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
@@ -138,13 +142,7 @@ describe('device telemetry (extensions channel)', () => {
         .get(`/api/orgs/${org}/products/${plain}/extensions`)
         .set(viewer.auth)
         .expect(200);
-      expect(res.body.data).toEqual({
-        health: false,
-        geo: false,
-        local_shell: false,
-        logging: false,
-        network_identity: true,
-      });
+      expect(res.body.data).toEqual(PRODUCT_EXTENSION_DEFAULTS);
     });
 
     it('leaves out what the device opts out of, and answers its messages with the detach error', async () => {
@@ -256,11 +254,11 @@ describe('device telemetry (extensions channel)', () => {
       );
       const res = await t.http().get(extensionsPath).set(admin.auth).expect(200);
       expect(res.body.data).toEqual({
+        ...DEVICE_EXTENSION_DEFAULTS,
         health: false,
         geo: false,
-        local_shell: false,
         logging: false,
-        network_identity: true,
+        local_shell: false,
       });
     });
   });

@@ -101,6 +101,21 @@ export interface SimulatedFirmware {
   misc: string;
 }
 
+/** The firmware as the device's Nerves KV holds it (its join reports these keys; scripts read them). */
+function firmwareKv(fw: SimulatedFirmware): Record<string, string> {
+  return {
+    nerves_fw_uuid: fw.uuid,
+    nerves_fw_product: fw.product,
+    nerves_fw_version: fw.version,
+    nerves_fw_platform: fw.platform,
+    nerves_fw_architecture: fw.architecture,
+    nerves_fw_author: fw.author,
+    nerves_fw_description: fw.description,
+    nerves_fw_vcs_identifier: fw.vcs_identifier,
+    nerves_fw_misc: fw.misc,
+  };
+}
+
 /** Where simulated devices get their client certificates from (mTLS). */
 export interface DeviceCertificates {
   /** The server's CA (PEM) the devices trust; undefined: Node's default CAs. */
@@ -318,17 +333,8 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       this.failures = 0;
       this.rebooting = false;
       this.connects++;
-      const fw = this.firmware;
       this.join('device', {
-        nerves_fw_uuid: fw.uuid,
-        nerves_fw_product: fw.product,
-        nerves_fw_version: fw.version,
-        nerves_fw_platform: fw.platform,
-        nerves_fw_architecture: fw.architecture,
-        nerves_fw_author: fw.author,
-        nerves_fw_description: fw.description,
-        nerves_fw_vcs_identifier: fw.vcs_identifier,
-        nerves_fw_misc: fw.misc,
+        ...firmwareKv(this.firmware),
         fwup_version: '1.10.1',
         device_api_version: '2.3.0',
         console_version: '2.0.0',
@@ -556,19 +562,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   }
 
   private runScript(text: string): ScriptAnswer {
-    const fw = this.firmware;
-    const kv = {
-      nerves_fw_uuid: fw.uuid,
-      nerves_fw_product: fw.product,
-      nerves_fw_version: fw.version,
-      nerves_fw_platform: fw.platform,
-      nerves_fw_architecture: fw.architecture,
-      nerves_fw_author: fw.author,
-      nerves_fw_description: fw.description,
-      nerves_fw_vcs_identifier: fw.vcs_identifier,
-      nerves_fw_misc: fw.misc,
-    };
-    return runSimulatedScript({ identifier: this.identifier, kv }, text);
+    return runSimulatedScript({ identifier: this.identifier, kv: firmwareKv(this.firmware) }, text);
   }
 
   /**

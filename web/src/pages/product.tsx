@@ -10,6 +10,15 @@ type Extensions = components['schemas']['ExtensionSettingsView'];
 type UpdateTool = Product['allowed_update_tools'][number];
 
 const TOOLS: UpdateTool[] = ['fwup', 'atomvm', 'esp-idf'];
+const FLAGS: {
+  key:
+    'require_unique_firmware_version' | 'allow_unsigned_atomvm_firmware' | 'allow_unsigned_esp_idf_firmware';
+  label: string;
+}[] = [
+  { key: 'require_unique_firmware_version', label: 'Each firmware version may be uploaded once' },
+  { key: 'allow_unsigned_atomvm_firmware', label: 'Accept unsigned AtomVM firmware' },
+  { key: 'allow_unsigned_esp_idf_firmware', label: 'Accept unsigned ESP-IDF firmware' },
+];
 const EXTENSIONS: { key: keyof Extensions; label: string; hint: string }[] = [
   { key: 'health', label: 'Health', hint: 'metrics, alarms and checks' },
   { key: 'geo', label: 'Location', hint: 'where the device is' },
@@ -128,36 +137,16 @@ export function ProductSettings({
                 </label>
               ))}
             </fieldset>
-            <label class="check">
-              <input
-                type="checkbox"
-                checked={settings.require_unique_firmware_version}
-                onChange={(event) =>
-                  setSettings({ ...settings, require_unique_firmware_version: event.currentTarget.checked })
-                }
-              />
-              Each firmware version may be uploaded once
-            </label>
-            <label class="check">
-              <input
-                type="checkbox"
-                checked={settings.allow_unsigned_atomvm_firmware}
-                onChange={(event) =>
-                  setSettings({ ...settings, allow_unsigned_atomvm_firmware: event.currentTarget.checked })
-                }
-              />
-              Accept unsigned AtomVM firmware
-            </label>
-            <label class="check">
-              <input
-                type="checkbox"
-                checked={settings.allow_unsigned_esp_idf_firmware}
-                onChange={(event) =>
-                  setSettings({ ...settings, allow_unsigned_esp_idf_firmware: event.currentTarget.checked })
-                }
-              />
-              Accept unsigned ESP-IDF firmware
-            </label>
+            {FLAGS.map(({ key, label }) => (
+              <label key={key} class="check">
+                <input
+                  type="checkbox"
+                  checked={settings[key]}
+                  onChange={(event) => setSettings({ ...settings, [key]: event.currentTarget.checked })}
+                />
+                {label}
+              </label>
+            ))}
             {canManage && <button type="submit">Save settings</button>}
           </fieldset>
         </form>
