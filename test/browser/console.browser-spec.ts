@@ -1,4 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Simulator } from '../../src/cli/simulator';
+import { buildFw } from '../support/fw-builder';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/chromium';
 import type { TestUser } from '../support/fixtures';
@@ -258,6 +263,111 @@ describe('the operator console in Chromium', () => {
     expect(await seriousViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
     await context.close();
+  });
+
+  it('firmware: a refused file is explained in words, a signed one is uploaded, listed and deleted', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fleethub-console-'));
+    try {
+      const key = await t.fixtures.signingKey(org, 'fw-key');
+      const signed = await buildFw(join(dir, 'gateway.fw'), {
+        signWith: key.privateKey,
+        meta: { product: 'gateway', version: '2.4.6' },
+      });
+      const junk = join(dir, 'notes.fw');
+      await writeFile(junk, 'this is not a firmware file');
+      const problems: string[] = [];
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await watchedPage(context, problems);
+      await signIn(page, url, admin);
+      await page.goto(`${url}/orgs/${org}/products/gateway/firmware`);
+      await page.getByText('No firmware uploaded yet.').waitFor();
+
+      await page.getByLabel(/^Firmware file/).setInputFiles(junk);
+      await page.getByRole('button', { name: 'Upload' }).click();
+      const refusal = await page.getByRole('alert').textContent();
+      expect(refusal).toMatch(/^Firmware /); // the field named, in words
+      expect(await page.getByRole('row').count()).toBe(0);
+
+      await page.getByLabel(/^Firmware file/).setInputFiles(signed.path);
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.getByRole('status').filter({ hasText: 'Firmware 2.4.6 uploaded.' }).waitFor();
+      await page.getByRole('rowheader', { name: '2.4.6' }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, 'console-firmware');
+      const listed = await t
+        .http()
+        .get(`/api/orgs/${org}/products/gateway/firmwares`)
+        .set(admin.auth)
+        .expect(200);
+      expect(listed.body.data.map((f: { version: string }) => f.version)).toEqual(['2.4.6']);
+
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.getByRole('button', { name: 'Delete firmware 2.4.6' }).click();
+      await page.getByRole('status').filter({ hasText: 'Firmware 2.4.6 deleted.' }).waitFor();
+      await t
+        .http()
+        .get(`/api/orgs/${org}/products/gateway/firmwares`)
+        .set(admin.auth)
+        .expect(200, { data: [] });
+      expect(problems).toEqual([]);
+      await context.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('support scripts: created, edited, and sent to a connected (simulated) device, its output shown', async () => {
+    const secret = await t
+      .http()
+      .post(`/api/orgs/${org}/products/gateway/shared_secrets`)
+      .set(admin.auth)
+      .send({})
+      .expect(201);
+    const simulator = new Simulator({
+      url,
+      key: secret.body.data.key,
+      secret: secret.body.data.secret,
+      devices: 1,
+      prefix: 'console-sim-',
+      firmware: { version: '3.2.1' },
+    });
+    simulator.start(0);
+    try {
+      const problems: string[] = [];
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await watchedPage(context, problems);
+      await signIn(page, url, admin);
+      await page.goto(`${url}/orgs/${org}/products/gateway/scripts`);
+      await page.getByRole('group', { name: 'New script' }).waitFor();
+      await page.getByLabel('Name').fill('whoami');
+      await page.getByLabel('Elixir code').fill('IO.puts("hello")');
+      await page.getByRole('button', { name: 'Create script' }).click();
+      await page.getByRole('status').filter({ hasText: 'Script whoami created.' }).waitFor();
+      await page.getByRole('button', { name: 'Edit whoami' }).click();
+      await page
+        .getByLabel('Elixir code')
+        .fill('IO.puts(Nerves.Runtime.serial_number())\nNerves.Runtime.KV.get("nerves_fw_version")');
+      await page.getByRole('button', { name: 'Save script' }).click();
+      await page.getByRole('status').filter({ hasText: 'Script whoami saved.' }).waitFor();
+
+      await page.getByLabel('Device identifier').fill('console-sim-0001');
+      await page.getByLabel('Script', { exact: true }).selectOption({ label: 'whoami' });
+      for (let attempt = 0; ; attempt++) {
+        await page.getByRole('button', { name: 'Send script' }).click();
+        const answered = page.getByRole('region', { name: 'Script output' });
+        const refused = page.getByRole('alert');
+        await answered.or(refused).first().waitFor();
+        if ((await answered.count()) > 0 || attempt === 20) break;
+        await page.waitForTimeout(250); // the simulated device is still connecting
+      }
+      await expect(page.locator('pre.output').textContent()).resolves.toBe('console-sim-0001\n\n"3.2.1"');
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, 'console-scripts');
+      await context.close();
+      expect(problems).toEqual([]);
+    } finally {
+      await simulator.stop();
+    }
   });
 
   it('account page: a token is created and shown once, works, and is revoked', async () => {

@@ -4,11 +4,13 @@ import { Layout } from './components/layout';
 import { Account } from './pages/account';
 import { AuditLog } from './pages/audit';
 import { DevicePage } from './pages/device';
+import { FirmwarePage } from './pages/firmware';
 import { Devices } from './pages/devices';
 import { Home } from './pages/home';
 import { Members } from './pages/members';
 import { ProductSettings } from './pages/product';
 import { Products } from './pages/products';
+import { Scripts } from './pages/scripts';
 import { SignIn } from './pages/sign-in';
 import { SigningKeys } from './pages/signing-keys';
 import { match, navigate, useLocation } from './router';
@@ -72,6 +74,14 @@ export function App() {
     ({ org } = params);
     section = 'products';
     page = <Devices org={params.org} product={params.product} search={search} />;
+  } else if ((params = match('/orgs/:org/products/:product/firmware', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <FirmwarePage org={params.org} product={params.product} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product/scripts', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <Scripts org={params.org} product={params.product} role={roleIn(params.org)} />;
   } else if ((params = match('/orgs/:org/products/:product/devices/:identifier', path))) {
     ({ org } = params);
     section = 'products';

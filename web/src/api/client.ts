@@ -10,6 +10,11 @@ export function setCsrfToken(token: string | null): void {
   csrfToken = token;
 }
 
+/** The session's CSRF token, for a request made without the client (a file upload that reports its progress). */
+export function currentCsrfToken(): string | null {
+  return csrfToken;
+}
+
 export function whenSignedOut(callback: () => void): void {
   onSignedOut = callback;
 }

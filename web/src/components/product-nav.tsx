@@ -2,12 +2,22 @@ import { seg } from '../router';
 import { Link } from './link';
 
 /** The sections of one product. */
-export function ProductNav(props: { org: string; product: string; current: 'devices' | 'settings' }) {
+export function ProductNav(props: {
+  org: string;
+  product: string;
+  current: 'devices' | 'firmware' | 'scripts' | 'settings';
+}) {
   const base = `/orgs/${seg(props.org)}/products/${seg(props.product)}`;
   return (
     <nav class="tabs" aria-label={`Product ${props.product}`}>
       <Link href={`${base}/devices`} current={props.current === 'devices'}>
         Devices
+      </Link>
+      <Link href={`${base}/firmware`} current={props.current === 'firmware'}>
+        Firmware
+      </Link>
+      <Link href={`${base}/scripts`} current={props.current === 'scripts'}>
+        Support scripts
       </Link>
       <Link href={base} current={props.current === 'settings'}>
         Settings
