@@ -1,8 +1,9 @@
 /**
  * One path's cost on one server, for investigating a goal (uses the seeded bench database: run the bench once first):
- *   npm run bench:profile -- [--quick] [--floor] [--no-cpu-prof] [--runs=3] [--requests=N | --duration=5]
- *                            [--connections=16] <path>                                  e.g. /api/users/me
- * Starts the built server (or, with --floor, the floor) with the harness's settings, warms it up for a second, then
+ *   npm run bench:profile -- [--quick] [--floor | --framework-floor] [--no-cpu-prof] [--runs=3]
+ *                            [--requests=N | --duration=5] [--connections=16] <path>        e.g. /api/users/me
+ * Starts the built server (or, with --floor, the floor; with --framework-floor, the framework floor, which answers
+ * /api/users/me only) with the harness's settings, warms it up for a second, then
  * drives it with autocannon `runs` times and prints for each run the requests per second and the server's CPU time
  * per request (user and system, from /proc), then the medians. Under `--cpu-prof` (the default; --no-cpu-prof for
  * clean numbers: the profiler itself costs CPU) it also prints the top packages and functions by self time; the
@@ -34,6 +35,8 @@ const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const floor = flag('floor');
+const frameworkFloor = flag('framework-floor');
+const serverName = floor ? 'floor' : frameworkFloor ? 'framework floor' : 'fleethub';
 const cpuProf = !flag('no-cpu-prof');
 const runs = Number(option('runs') ?? 1);
 const requests = option('requests') === undefined ? undefined : Number(option('requests'));
@@ -56,7 +59,10 @@ async function main(): Promise<void> {
   const dir = join(BENCH_DATA, 'profiles');
   await mkdir(dir, { recursive: true });
   const before = new Set(readdirSync(dir));
-  const script = floor ? join(BUILD_DIR, 'bench/floor-server.js') : join(BUILD_DIR, 'src/main.js');
+  const script = join(
+    BUILD_DIR,
+    floor ? 'bench/floor-server.js' : frameworkFloor ? 'bench/framework-floor.js' : 'src/main.js',
+  );
   const child = spawn(
     process.execPath,
     [...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), script],
@@ -104,7 +110,7 @@ async function main(): Promise<void> {
     };
     measured.push(m);
     process.stderr.write(
-      `run ${run}: ${floor ? 'floor' : 'fleethub'} ${path}: ${m.rps} req/s, p99 ${result.latency.p99} ms, ` +
+      `run ${run}: ${serverName} ${path}: ${m.rps} req/s, p99 ${result.latency.p99} ms, ` +
         `non2xx ${result.non2xx}; CPU per request ${(m.userMs + m.systemMs).toFixed(3)} ms ` +
         `(user ${m.userMs.toFixed(3)}, system ${m.systemMs.toFixed(3)})${cpuProf ? ' under --cpu-prof' : ''}\n`,
     );
@@ -113,7 +119,7 @@ async function main(): Promise<void> {
   const user = median(measured.map((m) => m.userMs));
   const system = median(measured.map((m) => m.systemMs));
   process.stdout.write(
-    `${floor ? 'floor' : 'fleethub'} ${path}: median of ${runs}: ${median(measured.map((m) => m.rps))} req/s, ` +
+    `${serverName} ${path}: median of ${runs}: ${median(measured.map((m) => m.rps))} req/s, ` +
       `CPU per request ${median(measured.map((m) => m.userMs + m.systemMs)).toFixed(3)} ms ` +
       `(user ${user.toFixed(3)}, system ${system.toFixed(3)}); load average ${loadAverage()}\n`,
   );

@@ -52,6 +52,8 @@ export interface Check {
   total_is_exact?: boolean;
   floor_status?: number;
   same_body_as_floor?: boolean;
+  framework_floor_status?: number;
+  same_body_as_framework_floor?: boolean;
 }
 
 export interface ScenarioResult {
@@ -66,6 +68,9 @@ export interface ScenarioResult {
   fleethub_one_client?: Measurement;
   floor?: Measurement;
   ratio_to_floor?: number;
+  /** bench/framework-floor.ts (NestJS + Express answering the same body with fleethub's cache and limiter). */
+  framework_floor?: Measurement;
+  ratio_to_framework_floor?: number;
   created_rows_removed?: number;
 }
 
@@ -138,6 +143,46 @@ export function measuredAt(report: Report, section: string): string {
 
 const fmt = (n: number | string | null | undefined) => (n === undefined || n === null ? '–' : String(n));
 
+/** A measurement's server CPU time per request in ms (user + system over the run ÷ requests answered). */
+export function cpuMsPerRequest(m: Measurement): number | null {
+  return m.requests_per_s > 0 ? Number(((10 * m.server_cpu_percent) / m.requests_per_s).toFixed(3)) : null;
+}
+
+/**
+ * Issue 31.3: the scenarios measured against the framework floor too (`users_me`): fleethub's throughput against
+ * the bare floor's (the whole stack's cost) and against the framework floor's (what fleethub adds to NestJS and
+ * Express), with each server's CPU time per request.
+ */
+export function renderFrameworkFloor(scenarios: ScenarioResult[], lines: string[]): void {
+  const measured = scenarios.filter((s) => s.framework_floor);
+  if (measured.length === 0) return;
+  lines.push('### What fleethub adds to NestJS + Express');
+  lines.push('');
+  lines.push(
+    "The framework floor (`bench/framework-floor.ts`) is a NestJS application on fleethub's Express adapter that " +
+      "answers `GET /api/users/me` with the same body from fleethub's own token service, token cache and rate limiter, " +
+      'and nothing else (no guard, logging, metrics, request id or security headers). fleethub ÷ framework floor is ' +
+      "what fleethub's own per-request work costs (goal ≥ 0.9); fleethub ÷ bare floor adds the cost of NestJS and " +
+      "Express themselves, which the design card fixes (reported). Server CPU per request = the server's CPU time ÷ " +
+      'requests answered.',
+  );
+  lines.push('');
+  lines.push(
+    '| Scenario | fleethub req/s | framework floor req/s | bare floor req/s | fleethub ÷ framework floor | fleethub ÷ bare floor | CPU per request: fleethub / framework floor / bare floor |',
+  );
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const s of measured) {
+    const cpu = [s.fleethub, s.framework_floor, s.floor].map((m) =>
+      m ? `${fmt(cpuMsPerRequest(m))} ms` : '–',
+    );
+    lines.push(
+      `| \`${s.name}\` | ${s.fleethub.requests_per_s} | ${s.framework_floor!.requests_per_s} | ${fmt(s.floor?.requests_per_s)} | ` +
+        `**${fmt(s.ratio_to_framework_floor)}** | ${fmt(s.ratio_to_floor)} | ${cpu.join(' / ')} |`,
+    );
+  }
+  lines.push('');
+}
+
 function earlierRuns(merged: MergedFrom): string {
   const byDate = new Map<string, string[]>();
   for (const section of merged.sections) {
@@ -179,7 +224,8 @@ export function renderMarkdown(r: Report): string {
       `autocannon, ${r.settings.connections} connections, ${r.settings.duration_s} s per scenario after ${r.settings.warmup_s} s of warm-up, ` +
       'no pipelining; fleethub (the built server, `node dist/src/main.js`, `LOG_LEVEL=warn`) and the floor ' +
       "(`bench/floor-server.ts`: bare `node:http` + `pg`, the least a correct server does for the same answer, with fleethub's own statements) measured back to back per scenario " +
-      'against the same database.',
+      'against the same database; for `GET /api/users/me` also the framework floor (`bench/framework-floor.ts`: ' +
+      "NestJS on the same Express adapter with fleethub's token cache and rate limiter, nothing else).",
   );
   lines.push('');
   lines.push('## Machine');
@@ -204,7 +250,7 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push(`| Load average at end (1/5/15 min) | ${m.load_average_at_end.join(' / ')} |`);
   lines.push(
-    `| Per-token API rate limit | ${r.rate_limit_api_per_min.toLocaleString('en')}/min on both servers (never reached): fleethub counts each request in memory and writes the counts once a second in one batched upsert; the floor counts in memory |`,
+    `| Per-token API rate limit | ${r.rate_limit_api_per_min.toLocaleString('en')}/min on every server (never reached): fleethub and the framework floor count each request in memory (the same RateLimiter) and write the counts once a second in one batched upsert; the floor counts in memory |`,
   );
   lines.push('');
   lines.push(
@@ -225,6 +271,11 @@ export function renderMarkdown(r: Report): string {
     lines.push(row('fleethub', s.fleethub, s.ratio_to_floor !== undefined ? `**${s.ratio_to_floor}**` : '–'));
     if (s.fleethub_one_client) lines.push(row('fleethub, 1 client', s.fleethub_one_client, ''));
     if (s.floor) lines.push(row('floor', s.floor, ''));
+    if (s.framework_floor) {
+      lines.push(
+        row('framework floor', s.framework_floor, `**${fmt(s.ratio_to_framework_floor)}** (fleethub ÷ this)`),
+      );
+    }
   }
   lines.push('');
   lines.push(
@@ -236,17 +287,21 @@ export function renderMarkdown(r: Report): string {
       '"1 client" rows: the same requests sent back to back by one connection, the latency a single caller sees; the iroh search goal is judged on them (docs/decisions.md).',
   );
   lines.push('');
+  renderFrameworkFloor(r.scenarios, lines);
   const checked = r.scenarios.filter((s) => s.check);
   if (checked.length) {
+    const yesNo = (same: boolean | undefined) => (same === undefined ? '–' : same ? 'yes' : 'NO');
     lines.push('### Response checks (before measuring)');
     lines.push('');
-    lines.push('| Scenario | rows | total_entries | exact count (SQL) | same body as floor |');
-    lines.push('| --- | ---: | ---: | ---: | --- |');
+    lines.push(
+      '| Scenario | rows | total_entries | exact count (SQL) | same body as floor | same body as framework floor |',
+    );
+    lines.push('| --- | ---: | ---: | ---: | --- | --- |');
     for (const s of checked) {
       const c = s.check!;
       lines.push(
         `| \`${s.name}\` | ${fmt(c.rows)} | ${fmt(c.total_entries)} | ${fmt(c.exact_total)}${c.total_is_exact === false ? ' ✗' : ''} | ` +
-          `${c.same_body_as_floor === undefined ? '–' : c.same_body_as_floor ? 'yes' : 'NO'} |`,
+          `${yesNo(c.same_body_as_floor)} | ${yesNo(c.same_body_as_framework_floor)} |`,
       );
     }
     lines.push('');
