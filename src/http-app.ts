@@ -8,6 +8,7 @@ import { findConsoleBuild, serveConsole } from './common/http/console-site';
 import { replyJsonDirectly } from './common/http/json-reply';
 import { LARGE_JSON_PATH, MAX_LARGE_JSON_BYTES, readLargeJson } from './common/http/large-json-body';
 import { AppLogger } from './common/http/logger';
+import { trackRequests } from './common/http/request-end';
 import { assignRequestId } from './common/http/request-id';
 import {
   answerClientErrors,
@@ -19,7 +20,11 @@ import {
 import { bodyShapeError, MAX_JSON_BODY_BYTES, rawBodyShapeError } from './common/validation/json-limits';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { ShutdownState } from './health/shutdown-state';
+import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi';
+
+/** Paths under /api/ other than the documentation's (matched as Express matches routes: case-insensitively). */
+const API_CALL = /^\/api\/(?!docs(?:[/?]|$)|openapi\.)/i;
 
 /**
  * HTTP settings shared by the server and the tests: request ids, security headers, CORS, timeouts, body limits,
@@ -42,16 +47,19 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
   answerClientErrors(app.getHttpServer() as Server);
   replyJsonDirectly(app);
   // What every request gets first, in one middleware: each Express layer is a router step on every request.
+  // Its end (the log line, the request metrics, the timeout's timer) is one listener of trackRequests.
   const logRequest = logger.requestLogger();
-  const watchTimeout = requestTimeout(config.requestTimeoutMs, logger);
+  const track = trackRequests(
+    [app.get(MetricsService).observeResponse, ...(logRequest ? [logRequest] : [])],
+    requestTimeout(config.requestTimeoutMs, logger),
+  );
   const connections = new ConnectionDrain(app.getHttpServer() as Server);
   app.get(ShutdownState).onDrain(() => connections.start());
   app.use((req: Request, res: Response, next: NextFunction) => {
     connections.track(req, res);
     assignRequestId(req, res);
-    logRequest(req, res);
     setSecurityHeaders(req, res);
-    watchTimeout(req, res);
+    track(req, res);
     next();
   });
   configureCors(app, config);
@@ -92,8 +100,18 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
       next(err === undefined ? bodyShapeError(req.body) : (toDomainError(err) ?? err)),
     );
   });
+  // The API documentation and the console: a dozen Express layers (Swagger UI's routes and files, the console's
+  // files and pages) that every API call would otherwise be tested against, on every request, before its route.
+  // They go into a router of their own, entered only by requests that are not API calls.
+  const layers = express_.getHttpAdapter().getInstance().router.stack;
+  const before = layers.length;
   setupOpenApi(app);
   if (!serveConsole(app, findConsoleBuild()))
     logger.warn('no console build (dist/web): `npm run build` makes it', 'Console');
+  const pages = express.Router();
+  pages.stack.push(...layers.splice(before));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    API_CALL.test(req.url) ? next() : pages(req, res, next),
+  );
   return connections;
 }

@@ -1,6 +1,6 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { DeviceAccess, OrgAccess } from '../common/auth/actor';
+import type { Actor, DeviceAccess, OrgAccess } from '../common/auth/actor';
 import { type AuthenticatedRequest, PUBLIC_ROUTE, ROUTE_NAME } from '../common/auth/decorators';
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../common/auth/route-policies';
 import { type Role, roleSatisfies } from '../common/auth/roles';
@@ -43,10 +43,12 @@ export class AuthGuard implements CanActivate {
     const route = this.route(context);
     if (route.isPublic) return true;
 
-    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    // The request itself: switchToHttp() builds a new object of three closures on every call.
+    const request = context.getArgByIndex<AuthenticatedRequest>(0);
     const authenticated = await this.authenticate(request);
-    // A copy: the token cache shares the authenticated actor between requests.
-    const actor = { ...authenticated, requestId: (request as { id?: string }).id };
+    // A copy: the token cache shares the authenticated actor between requests. Object.assign, not a spread with an
+    // extra property, which V8 runs on a slow path (~1 µs, the guard's largest cost per request).
+    const actor: Actor = Object.assign({}, authenticated, { requestId: (request as { id?: string }).id });
     request.actor = actor;
     // Counted in memory and shared in batches (hitBuffered): no database round trip on the request path.
     const limit = this.limiter.hitBuffered(bucketKey('api', actor.tokenId), this.config.rateLimitApiPerMin);
@@ -100,16 +102,17 @@ export class AuthGuard implements CanActivate {
       return this.browserSessions.authenticate(sessionRequest(request));
     }
     const limit = this.config.rateLimitAuthFailuresPerMin;
-    const address = request.ip ?? request.socket.remoteAddress ?? 'unknown';
     const counted = limit > 0 && header !== undefined;
-    const block = counted ? this.limiter.blocked('authfail', address) : undefined;
+    // The address only when it is needed (`req.ip` parses X-Forwarded-For each time it is read).
+    const address = () => request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    const block = counted && this.limiter.blocking ? this.limiter.blocked('authfail', address()) : undefined;
     if (block !== undefined) throw rateLimited(block, TOO_MANY_FAILURES);
     try {
       return await this.tokens.authenticate(header);
     } catch (err) {
       const unauthenticated = err instanceof DomainError && err.code === ErrorCode.UNAUTHENTICATED;
       if (!unauthenticated || !counted) throw err;
-      const result = await this.limiter.hitOrBlock('authfail', address, limit);
+      const result = await this.limiter.hitOrBlock('authfail', address(), limit);
       if (result.allowed) throw err;
       throw rateLimited(result, TOO_MANY_FAILURES);
     }

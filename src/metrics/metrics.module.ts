@@ -1,11 +1,13 @@
-import { Global, type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { MetricsController } from './metrics.controller';
-import { MetricsMiddleware } from './metrics.middleware';
 import { MetricsService } from './metrics.service';
 
-/** `GET /metrics` and request timing; global so that any module (the device gateway) can inject MetricsService. */
+/**
+ * `GET /metrics`; global so that any module (the device gateway) can inject MetricsService. Requests are timed by
+ * the HTTP setup (src/http-app.ts, `MetricsService.observeResponse`), with the request log and timeout.
+ */
 @Global()
 @Module({
   imports: [DeviceRecordsModule, FirmwareRecordsModule],
@@ -13,8 +15,4 @@ import { MetricsService } from './metrics.service';
   providers: [MetricsService],
   exports: [MetricsService],
 })
-export class MetricsModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(MetricsMiddleware).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
-  }
-}
+export class MetricsModule {}

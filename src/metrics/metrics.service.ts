@@ -1,4 +1,5 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DatabasePool, type PoolCounts } from '../database/database-pool';
 import { DeviceRecordsService } from '../devices/device-records.service';
@@ -102,9 +103,21 @@ export class MetricsService implements OnModuleDestroy {
     this.deviceConnectQueue = read;
   }
 
-  observeRequest(route: string, method: string, status: number, seconds: number): void {
-    this.httpDuration.observe({ route, method, status: String(status) }, seconds);
-  }
+  /**
+   * Times a finished response (trackRequests calls it for every request), labelled by the route template Express
+   * matched (`/api/orgs/:org_name/products`), never by the raw path, so that the number of label values stays
+   * bounded.
+   */
+  readonly observeResponse = (req: Request, res: Response, durationMs: number): void => {
+    const route = (req.route as { path?: unknown } | undefined)?.path;
+    // Nest answers unknown paths from a catch-all route (`/{*path}`): no route of the API has a wildcard.
+    const template =
+      typeof route === 'string' && !route.includes('*') ? `${req.baseUrl}${route}` : UNMATCHED_ROUTE;
+    this.httpDuration.observe(
+      { route: template, method: req.method, status: String(res.statusCode) },
+      durationMs / 1000,
+    );
+  };
 
   /** The text exposition format. */
   scrape(): Promise<string> {

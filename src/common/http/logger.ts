@@ -3,14 +3,14 @@ import type { Request, Response } from 'express';
 import { type DestinationStream, type Level, pino, type Logger as Pino } from 'pino';
 import type { AppConfig } from '../../config/config';
 import { pgError } from '../errors/postgres-errors';
+import { elapsedMs, type FinishedResponse } from './request-end';
 
 /** Request logs skip the probes a balancer calls every few seconds. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz']);
-const STARTED = Symbol('request started');
 /** Set on a response whose one log line has been written already (a failure logged with its cause). */
 const LOGGED = Symbol('request logged');
 
-type TrackedResponse = Response & { [STARTED]?: number; [LOGGED]?: boolean };
+type TrackedResponse = Response & { [LOGGED]?: boolean };
 type IdentifiedRequest = Request & { id?: string };
 
 /**
@@ -171,13 +171,13 @@ export class AppLogger implements LoggerService {
     const tracked = res as TrackedResponse;
     tracked[LOGGED] = true;
     if (!this.pino.isLevelEnabled(level)) return;
-    const started = tracked[STARTED];
+    const durationMs = elapsedMs(res);
     this.pino[level](
       {
         requestId: req.id,
         req: describeRequest(req),
         res: { status },
-        ...(started === undefined ? {} : { durationMs: Date.now() - started }),
+        ...(durationMs === undefined ? {} : { durationMs: Math.round(durationMs) }),
         ...fields,
       },
       message,
@@ -185,31 +185,25 @@ export class AppLogger implements LoggerService {
   }
 
   /**
-   * Called for every request before the routes: one line per finished response (`error` for 5xx, else `info`)
-   * unless `logFailedRequest` wrote it, and no work at all when the level would discard both.
+   * The line of a finished response (`error` for 5xx, else `info`) unless `logFailedRequest` wrote it; null when
+   * the level would discard both, so that requests then cost nothing here. Called by trackRequests.
    */
-  requestLogger(): (req: IdentifiedRequest, res: Response) => void {
+  requestLogger(): FinishedResponse | null {
     const log = this.pino;
-    const logsErrors = log.isLevelEnabled('error');
     const logsInfo = log.isLevelEnabled('info');
-    // One listener function for all responses (`this` is the response): no closure per request.
-    function finished(this: TrackedResponse) {
-      const status = this.statusCode;
-      if ((status < 500 && !logsInfo) || this[LOGGED]) return;
+    if (!log.isLevelEnabled('error')) return null;
+    return (req: IdentifiedRequest, res: TrackedResponse, durationMs: number) => {
+      const status = res.statusCode;
+      if ((status < 500 && !logsInfo) || res[LOGGED] || QUIET_PATHS.has(req.originalUrl)) return;
       log[status >= 500 ? 'error' : 'info'](
         {
-          requestId: (this.req as IdentifiedRequest).id,
-          req: describeRequest(this.req),
+          requestId: req.id,
+          req: describeRequest(req),
           res: { status },
-          durationMs: Date.now() - (this[STARTED] ?? 0),
+          durationMs: Math.round(durationMs),
         },
         status >= 500 ? 'request errored' : 'request completed',
       );
-    }
-    return (req, res) => {
-      if (!logsErrors || QUIET_PATHS.has(req.url)) return;
-      (res as TrackedResponse)[STARTED] = Date.now();
-      res.on('finish', finished);
     };
   }
 }

@@ -220,6 +220,11 @@ export class RateLimiter implements OnModuleInit, OnModuleDestroy {
     return result;
   }
 
+  /** Whether any key is blocked (ended blocks included until looked up): `blocked` can only answer undefined if not. */
+  get blocking(): boolean {
+    return this.blocks.size > 0;
+  }
+
   /**
    * The block `hitOrBlock` put on `bucketKey(kind, subject)` while its window lasts, else undefined: no database
    * round trip, and no work at all while nothing is blocked.

@@ -174,12 +174,13 @@ export function answerClientErrors(server: Server): void {
 /**
  * An API call that has not answered within `timeoutMs` gets the contract's 503 (firmware uploads and
  * downloads excepted, and nothing is done once the response has started). Whatever the handler answers
- * later is discarded. `timeoutMs` 0 disables it. Called for every request before the routes.
+ * later is discarded. `timeoutMs` 0 disables it. Called for every request before the routes (by trackRequests,
+ * which clears the timer returned when the response closes).
  */
 export function requestTimeout(
   timeoutMs: number,
   logger: AppLogger,
-): (req: Request & { id?: string }, res: Response) => void {
+): (req: Request & { id?: string }, res: Response) => NodeJS.Timeout | undefined {
   const expire = (req: Request & { id?: string }, res: Response) => {
     if (res.headersSent || res.writableEnded) return;
     const { status, body } = errorBody(
@@ -206,11 +207,8 @@ export function requestTimeout(
       !req.url.startsWith('/api/') ||
       (req.method === 'POST' && FIRMWARE_UPLOAD.test(req.path))
     ) {
-      return;
+      return undefined;
     }
-    const timer = setTimeout(expire, timeoutMs, req, res);
-    timer.unref();
-    // A response emits 'close' once, when it has finished or its connection has gone.
-    res.on('close', () => clearTimeout(timer));
+    return setTimeout(expire, timeoutMs, req, res).unref();
   };
 }

@@ -47,6 +47,9 @@ export class ContractValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Nest passes every custom parameter decorator's value (the actor, the access) through the global pipes;
+    // ValidationPipe returns it unchanged (no validateCustomDecorators), after a few calls: return it now.
+    if (metadata.type === 'custom') return value;
     if (metadata.type === 'body' && metadata.metatype && metadata.metatype !== Object) {
       let body = value === undefined ? {} : value;
       if (!isPlainObject(body)) throw DomainError.badRequest('request body must be a JSON object');
