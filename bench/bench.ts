@@ -19,6 +19,7 @@ import { BENCH_DATA, BUILD_DIR, ROOT, sleep } from './paths';
 import { children, procStat, request, type Started, startProcess, stopProcess } from './processes';
 import {
   type Check,
+  cpuMsPerRequest,
   type Measurement,
   measuredAt,
   renderMarkdown,
@@ -433,10 +434,21 @@ function goalsOf(
   }
   const usersMe = results.find((r) => r.name === 'users_me');
   if (usersMe?.ratio_to_framework_floor !== undefined) {
+    // Judged on CPU time per request too: on 2 shared cores a server that other processes starve of CPU during its
+    // measurement shows a throughput ratio of that starvation, while its CPU time per request does not move with it.
+    const fleethubCpu = cpuMsPerRequest(usersMe.fleethub);
+    const floorCpu = cpuMsPerRequest(usersMe.framework_floor!);
+    const cpuRatio =
+      fleethubCpu && floorCpu !== null ? Number((floorCpu / fleethubCpu).toFixed(2)) : undefined;
     goals.push({
-      goal: `\`users_me\` ≥ ${FRAMEWORK_FLOOR_GOAL} × framework floor throughput (NestJS + Express, fleethub's token cache and rate limiter)`,
-      met: usersMe.ratio_to_framework_floor >= FRAMEWORK_FLOOR_GOAL,
-      detail: `${usersMe.ratio_to_framework_floor} (${usersMe.fleethub.requests_per_s} / ${usersMe.framework_floor!.requests_per_s} req/s)`,
+      goal: `\`users_me\` ≥ ${FRAMEWORK_FLOOR_GOAL} × framework floor (NestJS + Express, fleethub's token cache and rate limiter), by throughput and by CPU time per request`,
+      met:
+        usersMe.ratio_to_framework_floor >= FRAMEWORK_FLOOR_GOAL &&
+        cpuRatio !== undefined &&
+        cpuRatio >= FRAMEWORK_FLOOR_GOAL,
+      detail:
+        `throughput ${usersMe.ratio_to_framework_floor} (${usersMe.fleethub.requests_per_s} / ${usersMe.framework_floor!.requests_per_s} req/s), ` +
+        `CPU per request ${cpuRatio ?? '–'} (framework floor ${floorCpu ?? '–'} ms ÷ fleethub ${fleethubCpu ?? '–'} ms)`,
     });
   }
   if (usersMe?.ratio_to_floor !== undefined) {

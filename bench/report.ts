@@ -162,9 +162,10 @@ export function renderFrameworkFloor(scenarios: ScenarioResult[], lines: string[
     "The framework floor (`bench/framework-floor.ts`) is a NestJS application on fleethub's Express adapter that " +
       "answers `GET /api/users/me` with the same body from fleethub's own token service, token cache and rate limiter, " +
       'and nothing else (no guard, logging, metrics, request id or security headers). fleethub ÷ framework floor is ' +
-      "what fleethub's own per-request work costs (goal ≥ 0.9); fleethub ÷ bare floor adds the cost of NestJS and " +
-      "Express themselves, which the design card fixes (reported). Server CPU per request = the server's CPU time ÷ " +
-      'requests answered.',
+      "what fleethub's own per-request work costs (goal ≥ 0.9, by throughput and by CPU time per request: a server " +
+      'starved by other processes during its measurement loses throughput, not CPU per request); fleethub ÷ bare ' +
+      'floor adds the cost of NestJS and Express themselves, which the design card fixes (reported). Server CPU per ' +
+      "request = the server's CPU time ÷ requests answered.",
   );
   lines.push('');
   lines.push(
