@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
+import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import type { Session } from '../session';
 
@@ -94,9 +95,7 @@ export function Account({ session }: { session: Session }) {
               <th scope="col">Created</th>
               <th scope="col">Last used</th>
               <th scope="col">Expires</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, currentCsrfToken, errorText } from '../api/client';
 import type { components } from '../api/schema';
+import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import { ProductNav } from '../components/product-nav';
 import { seg } from '../router';
@@ -118,9 +119,7 @@ export function FirmwarePage({
               <th scope="col">Platform</th>
               <th scope="col">Architecture</th>
               <th scope="col">Author</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

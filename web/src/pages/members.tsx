@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
+import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import { allows, type Role } from '../session';
 
@@ -92,11 +93,7 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
               <th scope="col">Email</th>
               <th scope="col">Name</th>
               <th scope="col">Role</th>
-              {isAdmin && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
+              {isAdmin && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
+import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import { ProductNav } from '../components/product-nav';
 import { allows, type Role } from '../session';
@@ -100,11 +101,7 @@ export function Scripts({ org, product, role }: { org: string; product: string; 
               <th scope="col">Name</th>
               <th scope="col">Tags</th>
               <th scope="col">Created by</th>
-              {canManage && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
+              {canManage && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
+import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import { allows, type Role } from '../session';
 
@@ -79,11 +80,7 @@ export function SigningKeys({ org, role }: { org: string; role: Role | undefined
               <th scope="col">Name</th>
               <th scope="col">Public key</th>
               <th scope="col">Added</th>
-              {isAdmin && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
+              {isAdmin && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>
