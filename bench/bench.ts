@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { Client } from 'pg';
 import { format, resolveConfig } from 'prettier';
 import { buildSignedFw } from './fw';
-import { BENCH_DATA, BUILD_DIR, ROOT, sleep } from './paths';
+import { BENCH_DATA, BUILD_DIR, PRODUCTION_NODE_FLAGS, ROOT, sleep } from './paths';
 import { children, procStat, request, type Started, startProcess, stopProcess } from './processes';
 import {
   type Check,
@@ -61,12 +61,6 @@ import {
 } from './sockets';
 
 const argv = process.argv.slice(2);
-/** What `npm run start:prod` gives `node` before the entry point: the server runs here as it runs in production. */
-const PRODUCTION_NODE_FLAGS = (
-  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
-).scripts['start:prod']
-  .split(/\s+/)
-  .slice(1, -1);
 const flag = (name: string) => argv.includes(`--${name}`);
 const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const QUICK = flag('quick');

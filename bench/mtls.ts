@@ -84,7 +84,7 @@ async function startServer(databaseUrl: string, dataDir: string): Promise<Starte
     [
       '-c',
       // BENCH_SERVER_NODE_ARGS as for the other scenarios (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
-      `ulimit -n $(ulimit -Hn); exec "$0" --max-old-space-size=1024 --max-semi-space-size=8 $BENCH_SERVER_NODE_ARGS "$1"`,
+      `ulimit -n $(ulimit -Hn); exec "$0" --max-old-space-size=1024 --max-semi-space-size=8 --no-allocation-site-pretenuring $BENCH_SERVER_NODE_ARGS "$1"`,
       process.execPath,
       join(BUILD_DIR, 'src/main.js'),
     ],

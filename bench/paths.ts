@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -22,5 +22,12 @@ function checkout(from: string): string {
 export const ROOT = process.env.BENCH_ROOT || checkout(BUILD_DIR);
 /** The embedded database, the server's data folder, scratch files and CPU profiles. */
 export const BENCH_DATA = join(ROOT, '.bench-data');
+
+/** What `npm run start:prod` gives `node` before the entry point: the server runs here as it runs in production. */
+export const PRODUCTION_NODE_FLAGS = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+).scripts['start:prod']
+  .split(/\s+/)
+  .slice(1, -1);
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

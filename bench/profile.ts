@@ -1,21 +1,22 @@
 /**
  * One path's cost on one server, for investigating a goal (uses the seeded bench database: run the bench once first):
  *   npm run bench:profile -- [--quick] [--floor | --framework-floor] [--no-cpu-prof] [--runs=3]
- *                            [--requests=N | --duration=5] [--connections=16] <path>        e.g. /api/users/me
+ *                            [--requests=N | --duration=5] [--connections=16] [--warm-path=P] <path>   e.g. /api/users/me
  * Starts the built server (or, with --floor, the floor; with --framework-floor, the framework floor, which answers
  * /api/users/me only) with the harness's settings, warms it up for a second, then
+ * (with --warm-path, first P for `--warm-seconds` (5) unmeasured: a server that has answered other routes first)
  * drives it with autocannon `runs` times and prints for each run the requests per second and the server's CPU time
  * per request (user and system, from /proc), then the medians. Under `--cpu-prof` (the default; --no-cpu-prof for
  * clean numbers: the profiler itself costs CPU) it also prints the top packages and functions by self time; the
  * .cpuprofile stays in .bench-data/profiles/ (open it in Chrome DevTools).
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
-import { BENCH_DATA, BUILD_DIR, ROOT } from './paths';
+import { BENCH_DATA, BUILD_DIR, PRODUCTION_NODE_FLAGS, ROOT } from './paths';
 import { procStat } from './processes';
 import { type SeedInfo, startDatabase } from './seed';
 
@@ -43,6 +44,8 @@ const requests = option('requests') === undefined ? undefined : Number(option('r
 const duration = Number(option('duration') ?? 5);
 const connections = Number(option('connections') ?? 16);
 const path = argv.find((a) => a.startsWith('/')) ?? '/api/users/me';
+const warmPath = option('warm-path');
+const warmSeconds = Number(option('warm-seconds') ?? 5);
 const RATE_LIMIT_API_PER_MIN = '10000000';
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
@@ -65,7 +68,13 @@ async function main(): Promise<void> {
   );
   const child = spawn(
     process.execPath,
-    [...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), script],
+    [
+      // fleethub and the framework floor run with `npm run start:prod`'s flags, as `npm run bench` runs them.
+      ...(floor ? [] : PRODUCTION_NODE_FLAGS),
+      ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []),
+      script,
+    ],
     {
       cwd: ROOT,
       env: {
@@ -83,18 +92,21 @@ async function main(): Promise<void> {
   const url = await new Promise<string>((resolve) => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => {
+      // BENCH_SERVER_LOG=FILE keeps the server's standard output (e.g. with BENCH_SERVER_NODE_ARGS=--trace-gc).
+      if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, c);
       out += c.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]);
     });
   });
-  const load = (seconds: number, amount?: number) =>
+  const load = (seconds: number, amount?: number, on = path) =>
     autocannon({
-      url: url + path,
+      url: url + on,
       connections,
       ...(amount === undefined ? { duration: seconds } : { amount }),
       headers: { authorization: `Bearer ${token}` },
     });
+  if (warmPath !== undefined) await load(warmSeconds, undefined, warmPath);
   await load(1);
   const loadStarted = monotonicMicros();
   const measured: { rps: number; userMs: number; systemMs: number }[] = [];
@@ -178,7 +190,7 @@ function printProfile(dir: string, before: Set<string>, from: number, to: number
       .slice(0, n)
       .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
   process.stdout.write(
-    `profile: ${join(dir, file)}\n\nTop packages by self time:\n${top(pkg, 15).join('\n')}\n\n` +
+    `profile: ${join(dir, file)} (load from ${from} to ${to} µs)\n\nTop packages by self time:\n${top(pkg, 15).join('\n')}\n\n` +
       `Top functions by self time:\n${top(fn, 40).join('\n')}\n`,
   );
 }

@@ -278,10 +278,16 @@ describe('docker/Dockerfile', () => {
     }
   });
 
-  it('starts the server as `npm start` and `npm run start:prod` do (the same node flags: the heap limit)', () => {
+  it('starts the server as `npm start` and `npm run start:prod` do (the same node flags: the heap, pretenuring)', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     const prod = scripts['start:prod'].split(/\s+/);
-    expect(prod).toEqual(expect.arrayContaining(['--max-old-space-size=1024', '--max-semi-space-size=8']));
+    expect(prod).toEqual(
+      expect.arrayContaining([
+        '--max-old-space-size=1024',
+        '--max-semi-space-size=8',
+        '--no-allocation-site-pretenuring',
+      ]),
+    );
     expect(execForm(lastOf(runtime, 'CMD')!.args)).toEqual(prod);
     expect(scripts.start.endsWith(`&& ${scripts['start:prod']}`)).toBe(true);
   });
