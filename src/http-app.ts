@@ -12,7 +12,7 @@ import { trackRequests } from './common/http/request-end';
 import { assignRequestId } from './common/http/request-id';
 import {
   answerClientErrors,
-  configureCors,
+  corsMiddleware,
   configureServerTimeouts,
   requestTimeout,
   setSecurityHeaders,
@@ -46,23 +46,9 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
   configureServerTimeouts(app.getHttpServer() as Server);
   answerClientErrors(app.getHttpServer() as Server);
   replyJsonDirectly(app);
-  // What every request gets first, in one middleware: each Express layer is a router step on every request.
-  // Its end (the log line, the request metrics, the timeout's timer) is one listener of trackRequests.
-  const logRequest = logger.requestLogger();
-  const track = trackRequests(
-    [app.get(MetricsService).observeResponse, ...(logRequest ? [logRequest] : [])],
-    requestTimeout(config.requestTimeoutMs, logger),
-  );
   const connections = new ConnectionDrain(app.getHttpServer() as Server);
   app.get(ShutdownState).onDrain(() => connections.start());
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    connections.track(req, res);
-    assignRequestId(req, res);
-    setSecurityHeaders(req, res);
-    track(req, res);
-    next();
-  });
-  configureCors(app, config);
+  const cors = corsMiddleware(config);
   const parseJson = express.json({
     limit: MAX_JSON_BODY_BYTES,
     strict: false,
@@ -74,16 +60,22 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
       if (refused) throw refused;
     },
   });
+  // The API documentation and the console: a dozen Express layers (Swagger UI's routes and files, the console's
+  // files and pages) that every API call would otherwise be tested against, on every request, before its route.
+  // They go into a router of their own, entered only by requests that are not API calls.
+  const pages = express.Router();
+  const toRoutes = (req: Request, res: Response, next: NextFunction) =>
+    API_CALL.test(req.url) ? next() : pages(req, res, next);
   // Body-parser failures become the contract's errors here, before Nest maps them to its own. A request
   // without a body (no Content-Length, no Transfer-Encoding: most of them) skips the parser, as it would itself.
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const readBody = (req: Request, res: Response, next: NextFunction) => {
     // A bulk import's body is large: read here with its own size limit and the same depth limit, before
     // anything else, as every body is.
     if (req.method === 'POST' && LARGE_JSON_PATH.test(req.path)) {
       readLargeJson(req, MAX_LARGE_JSON_BYTES).then(
         (body) => {
           req.body = body;
-          next();
+          toRoutes(req, res, next);
         },
         (err: unknown) => next(err),
       );
@@ -91,27 +83,38 @@ export function configureHttpApp(app: INestApplication): ConnectionDrain {
     }
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
       req.body = undefined;
-      next();
+      toRoutes(req, res, next);
       return;
     }
     // The parsed body is checked again (cheap, it is small by now) for the other UTF charsets body-parser allows,
     // before anything walks it recursively (class-transformer, validation).
-    parseJson(req, res, (err?: unknown) =>
-      next(err === undefined ? bodyShapeError(req.body) : (toDomainError(err) ?? err)),
-    );
+    parseJson(req, res, (err?: unknown) => {
+      const refused = err === undefined ? bodyShapeError(req.body) : (toDomainError(err) ?? err);
+      if (refused === undefined) toRoutes(req, res, next);
+      else next(refused);
+    });
+  };
+  // What every request goes through before the routes, in this order, as one Express layer (each layer is a
+  // router step on every request): connection tracking, request id, security headers, the request's end (log
+  // line, metrics, timeout: one listener of trackRequests), CORS, the body, then the API's routes or the pages'.
+  const logRequest = logger.requestLogger();
+  const track = trackRequests(
+    [app.get(MetricsService).observeResponse, ...(logRequest ? [logRequest] : [])],
+    requestTimeout(config.requestTimeoutMs, logger),
+  );
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    connections.track(req, res);
+    assignRequestId(req, res);
+    setSecurityHeaders(req, res);
+    track(req, res);
+    if (cors === undefined) readBody(req, res, next);
+    else cors(req, res, (err?: unknown) => (err === undefined ? readBody(req, res, next) : next(err)));
   });
-  // The API documentation and the console: a dozen Express layers (Swagger UI's routes and files, the console's
-  // files and pages) that every API call would otherwise be tested against, on every request, before its route.
-  // They go into a router of their own, entered only by requests that are not API calls.
   const layers = express_.getHttpAdapter().getInstance().router.stack;
   const before = layers.length;
   setupOpenApi(app);
   if (!serveConsole(app, findConsoleBuild()))
     logger.warn('no console build (dist/web): `npm run build` makes it', 'Console');
-  const pages = express.Router();
   pages.stack.push(...layers.splice(before));
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    API_CALL.test(req.url) ? next() : pages(req, res, next),
-  );
   return connections;
 }

@@ -24,6 +24,26 @@ describe('security headers, CORS and request timeouts', () => {
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.headers['content-security-policy']).not.toContain('unsafe-inline');
       expect(res.headers['x-powered-by']).toBeUndefined();
+      expect(res.headers['cross-origin-resource-policy']).toBe('same-origin');
+    });
+
+    it('API responses leave out the headers that only govern a rendered page; pages get them', async () => {
+      const DOCUMENT_ONLY = [
+        'referrer-policy',
+        'x-dns-prefetch-control',
+        'cross-origin-opener-policy',
+        'origin-agent-cluster',
+        'x-xss-protection',
+        'x-download-options',
+        'x-permitted-cross-domain-policies',
+      ];
+      const api = await t.http().get('/api/users/me').set(ada.auth).expect(200);
+      const docs = await t.http().get('/api/docs/').expect(200);
+      for (const name of DOCUMENT_ONLY) {
+        expect({ name, api: api.headers[name] }).toEqual({ name, api: undefined });
+        expect({ name, docs: typeof docs.headers[name] }).toEqual({ name, docs: 'string' });
+      }
+      expect(docs.headers['referrer-policy']).toBe('no-referrer');
     });
 
     it("requests Node's HTTP parser refuses get the contract's error body", async () => {
@@ -111,6 +131,16 @@ describe('security headers, CORS and request timeouts', () => {
       expect(get.headers['access-control-expose-headers']).toMatch(/X-Request-Id/i);
       const other = await t.http().get('/api/users/me').set(ada.auth).set('Origin', 'https://evil.example');
       expect(other.headers['access-control-allow-origin']).toBeUndefined();
+      // A body refused before any route still answers the listed origin, so its script can read the error.
+      const refused = await t
+        .http()
+        .post('/api/users/me/tokens')
+        .set(ada.auth)
+        .set('Origin', 'https://ops.example.com')
+        .set('Content-Type', 'application/json')
+        .send('{"note":');
+      expect(refused.status).toBe(400);
+      expect(refused.headers['access-control-allow-origin']).toBe('https://ops.example.com');
     });
 
     it('a call that takes too long answers 503 with the contract body', async () => {

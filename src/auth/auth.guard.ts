@@ -6,6 +6,7 @@ import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../common/auth
 import { type Role, roleSatisfies } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
 import { ErrorCode } from '../common/errors/error-codes';
+import { RENDERS_NERVESHUB_TAGS } from '../common/http/nerveshub-rendering';
 import { bucketKey, rateLimited, RateLimiter } from '../common/http/rate-limiter';
 import { BrowserSessionAuthenticator } from '../browser-sessions/browser-session-authenticator';
 import { sessionRequest } from '../browser-sessions/session-request';
@@ -21,6 +22,7 @@ const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
 interface RouteMetadata {
   isPublic: boolean;
   policy: RoutePolicy | undefined;
+  rendersNervesHubTags: boolean;
 }
 
 /**
@@ -50,6 +52,7 @@ export class AuthGuard implements CanActivate {
     // extra property, which V8 runs on a slow path (~1 µs, the guard's largest cost per request).
     const actor: Actor = Object.assign({}, authenticated, { requestId: (request as { id?: string }).id });
     request.actor = actor;
+    if (route.rendersNervesHubTags && actor.rendering === 'nerveshub') request.rendersNervesHubTags = true;
     // Counted in memory and shared in batches (hitBuffered): no database round trip on the request path.
     const limit = this.limiter.hitBuffered(bucketKey('api', actor.tokenId), this.config.rateLimitApiPerMin);
     if (actor.scope === 'read' && !READ_METHODS.has(request.method)) throw DomainError.readOnlyToken();
@@ -85,6 +88,8 @@ export class AuthGuard implements CanActivate {
       route = {
         isPublic: this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) === true,
         policy: name ? ROUTE_POLICIES[name] : undefined,
+        rendersNervesHubTags:
+          this.reflector.getAllAndOverride<boolean>(RENDERS_NERVESHUB_TAGS, targets) === true,
       };
       handlers.set(handler, route);
     }

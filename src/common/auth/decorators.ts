@@ -15,6 +15,8 @@ export const Route = (name: RouteName) => SetMetadata(ROUTE_NAME, name);
 export interface AuthenticatedRequest extends Request {
   actor?: Actor;
   access?: OrgAccess | DeviceAccess;
+  /** Set by the guard: the answer's records carry `tags` as lists (RendersNervesHubTags). */
+  rendersNervesHubTags?: true;
 }
 
 export const CurrentActor = createParamDecorator((_: unknown, ctx: ExecutionContext): Actor => {

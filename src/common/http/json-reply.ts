@@ -1,6 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import type { ExpressAdapter } from '@nestjs/platform-express';
 import type { Response } from 'express';
+import type { AuthenticatedRequest } from '../auth/decorators';
+import { renderNervesHubTags } from './nerveshub-rendering';
 
 type Reply = (response: Response, body: unknown, statusCode?: number) => unknown;
 
@@ -15,12 +17,16 @@ function isPlainJson(body: unknown): body is object {
  * has just set, checks freshness and rebuilds headers on every response. For a plain object on a GET/POST/...
  * without conditional headers, this writes the same bytes and headers (`application/json; charset=utf-8`,
  * Content-Length) directly. Anything else (HEAD, a Content-Type already set, 204/304, streams, `If-None-Match` /
- * `If-Modified-Since`, class instances) goes through Nest's usual reply unchanged.
+ * `If-Modified-Since`, class instances) goes through Nest's usual reply unchanged. Either way, a request the guard
+ * marked for NervesHub's rendering gets its records' `tags` as lists (RendersNervesHubTags).
  */
 export function replyJsonDirectly(app: INestApplication): void {
   const adapter = app.getHttpAdapter() as unknown as ExpressAdapter;
   const usual = adapter.reply.bind(adapter) as Reply;
-  const reply: Reply = (response, body, statusCode) => {
+  const reply: Reply = (response, answer, statusCode) => {
+    const body = (response.req as AuthenticatedRequest).rendersNervesHubTags
+      ? renderNervesHubTags(answer)
+      : answer;
     const headers = response.req.headers;
     if (
       !isPlainJson(body) ||

@@ -1,12 +1,4 @@
-import {
-  type CallHandler,
-  type ExecutionContext,
-  Injectable,
-  type NestInterceptor,
-  UseInterceptors,
-} from '@nestjs/common';
-import { map, type Observable } from 'rxjs';
-import type { AuthenticatedRequest } from '../auth/decorators';
+import { SetMetadata } from '@nestjs/common';
 
 type Rendered = Record<string, unknown>;
 
@@ -23,19 +15,14 @@ export function renderNervesHubTags(body: unknown): unknown {
   return { ...(body as Rendered), data: Array.isArray(data) ? data.map(tagsAsList) : tagsAsList(data) };
 }
 
-/**
- * For tokens whose `rendering` is `nerveshub` (docs/decisions.md, "NervesHub's renderings"): the device and
- * script records these routes answer carry `tags` as a list, as NervesHub's clients read them. Other tokens get
- * the spec's comma-separated string, untouched.
- */
-@Injectable()
-export class NervesHubRenderingInterceptor implements NestInterceptor {
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const actor = context.switchToHttp().getRequest<AuthenticatedRequest>().actor;
-    if (actor?.rendering !== 'nerveshub') return next.handle();
-    return next.handle().pipe(map(renderNervesHubTags));
-  }
-}
+export const RENDERS_NERVESHUB_TAGS = 'fleethub:renders-nerveshub-tags';
 
-/** On a controller whose records have `tags`: NervesHub's list rendering for `nerveshub` tokens. */
-export const RendersNervesHubTags = () => UseInterceptors(NervesHubRenderingInterceptor);
+/**
+ * On a controller whose records have `tags`: for tokens whose `rendering` is `nerveshub` (docs/decisions.md,
+ * "NervesHub's renderings"), the device and script records its routes answer carry `tags` as a list, as
+ * NervesHub's clients read them; other tokens get the spec's comma-separated string, untouched. The guard, which
+ * reads each route's metadata once and knows the token, marks the request (`rendersNervesHubTags`), and the JSON
+ * reply renders the body (src/common/http/json-reply.ts): no interceptor, which would put every request of these
+ * routes through Nest's AsyncResource binding and an rxjs pipeline.
+ */
+export const RendersNervesHubTags = () => SetMetadata(RENDERS_NERVESHUB_TAGS, true);

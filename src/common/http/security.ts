@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { INestApplication } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import cors from 'cors';
+import type { Request, RequestHandler, Response } from 'express';
 import helmet from 'helmet';
 import type { AppConfig } from '../../config/config';
 import { errorBody } from '../errors/error-body';
@@ -38,7 +38,12 @@ function helmetHeaders(options: Parameters<typeof helmet>[0]): readonly Header[]
   return headers;
 }
 
-// JSON answers need no resources at all.
+// JSON answers need no resources at all, and only the headers that protect a response a browser does not render
+// as a page (OWASP's REST Security Cheat Sheet): no resources or framing (Content-Security-Policy,
+// X-Frame-Options), no sniffing into a page (X-Content-Type-Options), no cross-origin embedding
+// (Cross-Origin-Resource-Policy), HTTPS only (Strict-Transport-Security). helmet's other seven govern what a
+// rendered document does (its referrer, DNS prefetching, opener, agent cluster, the XSS auditor, IE's download
+// prompt, Flash's cross-domain policies): sent on the pages, the console and the docs, not on every API answer.
 const STRICT = helmetHeaders({
   contentSecurityPolicy: {
     useDefaults: false,
@@ -49,6 +54,13 @@ const STRICT = helmetHeaders({
       formAction: ["'none'"],
     },
   },
+  crossOriginOpenerPolicy: false,
+  originAgentCluster: false,
+  referrerPolicy: false,
+  xDnsPrefetchControl: false,
+  xDownloadOptions: false,
+  xPermittedCrossDomainPolicies: false,
+  xXssProtection: false,
 });
 // Swagger UI needs inline scripts and styles (its init script and theme) and data: images.
 const DOCS = helmetHeaders({
@@ -119,11 +131,11 @@ export function setSecurityHeaders(req: Request, res: Response): void {
   for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
 }
 
-/** CORS is off unless FLEETHUB_CORS_ORIGINS lists origins (or `*`). */
-export function configureCors(app: INestApplication, config: Pick<AppConfig, 'corsOrigins'>): void {
-  if (config.corsOrigins.length === 0) return;
+/** CORS is off (undefined) unless FLEETHUB_CORS_ORIGINS lists origins (or `*`). */
+export function corsMiddleware(config: Pick<AppConfig, 'corsOrigins'>): RequestHandler | undefined {
+  if (config.corsOrigins.length === 0) return undefined;
   const any = config.corsOrigins.includes('*');
-  app.enableCors({
+  return cors({
     origin: any ? '*' : config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
