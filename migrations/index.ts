@@ -14,6 +14,7 @@ import { DeviceTelemetryPartitions1795765600000 } from './1795765600000-DeviceTe
 import { DeviceCertificateAuthority1795765616794 } from './1795765616794-DeviceCertificateAuthority';
 import { NervesHubParity1795767991740 } from './1795767991740-NervesHubParity';
 import { BrowserSessions1795913691329 } from './1795913691329-BrowserSessions';
+import { EventStreams1795923198058 } from './1795923198058-EventStreams';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -33,4 +34,5 @@ export const MIGRATIONS: Function[] = [
   DeviceCertificateAuthority1795765616794,
   NervesHubParity1795767991740,
   BrowserSessions1795913691329,
+  EventStreams1795923198058,
 ];

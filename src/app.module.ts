@@ -21,6 +21,7 @@ import { GatewayModule } from './gateway/gateway.module';
 import { HealthModule } from './health/health.module';
 import { SigningKeysModule } from './signing-keys/signing-keys.module';
 import { IrohModule } from './iroh/iroh.module';
+import { LiveModule } from './live/live.module';
 import { MembersModule } from './members/members.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
@@ -52,6 +53,7 @@ export const FEATURE_MODULES = [
   CliSessionsModule,
   InvitationsModule,
   BrowserSessionsModule,
+  LiveModule,
 ];
 
 @Module({})

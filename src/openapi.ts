@@ -29,6 +29,9 @@ const TAGS: Record<string, string> = {
     'Keys a device reported holding on other networks (iroh, NetBird, Tailscale, WireGuard)',
   'Device Logs': 'Log lines devices send through the `logging` extension, kept for a few days',
   'Device Health': 'The latest health report and location of a device, and the history of its metrics',
+  'Live Events':
+    "A product's devices as they change, pushed as Server-Sent Events: connections, updates, rollout counts, " +
+    "and one device's console and logs",
 };
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {

@@ -4,6 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { BrowserSessionsRepository } from '../src/browser-sessions/browser-sessions.repository';
 import { PUBLIC_ROUTE, ROUTE_NAME } from '../src/common/auth/decorators';
+import { EVENT_STREAM_ROUTE } from '../src/common/http/event-stream-response';
 import { ROUTE_POLICIES, type RouteName, type RoutePolicy } from '../src/common/auth/route-policies';
 import { type Role, roleSatisfies } from '../src/common/auth/roles';
 import type { TestApp } from './support/test-app';
@@ -24,6 +25,27 @@ interface AppRoute {
   path: string;
   name: RouteName;
   policy: RoutePolicy;
+  /** Answers a stream that stays open (Server-Sent Events): read until its first bytes only. */
+  stream: boolean;
+}
+
+/**
+ * A stream route's answer as supertest parses it: an open stream (200) is cut after its first bytes (its body is
+ * `{}`); an error's JSON body is read whole.
+ */
+function streamHead(response: unknown, done: (err: Error | null, body: unknown) => void): void {
+  const res = response as NodeJS.ReadableStream & { statusCode?: number; destroy(): void };
+  if (res.statusCode === 200) {
+    res.once('data', () => {
+      res.destroy();
+      done(null, {});
+    });
+    return;
+  }
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => (text += chunk));
+  res.on('end', () => done(null, JSON.parse(text) as unknown));
 }
 
 function joinPath(...parts: string[]): string {
@@ -65,7 +87,8 @@ function appRoutes(t: TestApp): { routes: AppRoute[]; unnamed: string[] } {
               unnamed.push(id);
               continue;
             }
-            routes.push({ id, method, path, name, policy: ROUTE_POLICIES[name] });
+            const stream = Reflect.getMetadata(EVENT_STREAM_ROUTE, handler) === true;
+            routes.push({ id, method, path, name, policy: ROUTE_POLICIES[name], stream });
           }
         }
       }
@@ -314,6 +337,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
         const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
         let req = t.http()[method](path).set(authFor(caller));
         if (method !== 'get' && method !== 'delete') req = req.send({});
+        if (route.stream) req = req.buffer(true).parse(streamHead);
         const res = await req;
         checked += 1;
         const label = `${route.id} as ${caller}: got ${res.status} ${JSON.stringify(res.body)}`;

@@ -31,6 +31,13 @@ import { TokensService } from './tokens.service';
     BrowserSessionAuthenticator,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [TokensService, RateLimiter, AuthService, BrowserSessionsRepository, BrowserSessionAuthenticator],
+  exports: [
+    TokensService,
+    RateLimiter,
+    AuthService,
+    BrowserSessionsRepository,
+    BrowserSessionAuthenticator,
+    TokenCache,
+  ],
 })
 export class AuthModule {}

@@ -93,6 +93,7 @@ export class TokenCache {
   /** Moves whenever cached entries may have gone stale; a lookup that spans a move is not cached. */
   private generation = 0;
   private readonly pending = new Map<string, PendingRevocation>();
+  private readonly revokedHandlers: ((tokenIds: ReadonlySet<string>) => void)[] = [];
 
   constructor(private readonly bus: InstanceBus) {
     bus.subscribe(TOKENS_CHANNEL, (payload) => this.onMessage(payload));
@@ -131,6 +132,14 @@ export class TokenCache {
     this.entries.delete(key);
   }
 
+  /**
+   * Calls `handler` on every instance with the ids (actors' `tokenId`s) of every revocation, once this instance
+   * has evicted them: what holds a request open for a caller (an event stream) ends it.
+   */
+  onRevoked(handler: (tokenIds: ReadonlySet<string>) => void): void {
+    this.revokedHandlers.push(handler);
+  }
+
   /** Starts a revocation: its answers are collected from now on, so none can be missed. */
   startRevocation(): PendingRevocation {
     const revocation: PendingRevocation = new PendingRevocation(this.bus, () =>
@@ -151,6 +160,13 @@ export class TokenCache {
     this.generation++;
     for (const [key, entry] of this.entries) {
       if (revoked.has(entry.actor.tokenId)) this.entries.delete(key);
+    }
+    for (const handler of this.revokedHandlers) {
+      try {
+        handler(revoked);
+      } catch {
+        // A handler's failure must not keep the eviction from being answered.
+      }
     }
     const pid = this.bus.listenerPid;
     if (pid === null) return;

@@ -78,6 +78,16 @@ export class TokensRepository {
     await tx.query(`UPDATE access_tokens SET revoked_at = now() WHERE id = $1`, [id]);
   }
 
+  /** Those of `ids` that are tokens neither revoked nor expired. */
+  async findLiveIds(ids: readonly string[]): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT id FROM access_tokens
+        WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+      [ids],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** Sets last_used_at unless it was set within the last minute. */
   async touchLastUsed(tokenId: string): Promise<void> {
     await this.db.query(

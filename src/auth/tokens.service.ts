@@ -89,6 +89,11 @@ export class TokensService {
     return (await this.revokeWhere({ hash: hashToken(token) })) === 'revoked';
   }
 
+  /** Those of the token ids that still authenticate (not revoked, not expired): long-lived requests re-check. */
+  liveTokenIds(ids: readonly string[]): Promise<string[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.tokens.findLiveIds(ids);
+  }
+
   /** The caller behind an Authorization header; throws the contract's 401 otherwise. */
   /**
    * The actor of a token the cache holds, with no round trip (the guard's synchronous path); undefined when there

@@ -95,6 +95,14 @@ export class BrowserSessionAuthenticator {
     return true;
   }
 
+  /**
+   * Those of the session ids that are still live: long-lived requests (event streams) re-check them. Not use of
+   * the session: its idle expiry is not pushed back.
+   */
+  liveSessionIds(ids: readonly string[]): Promise<string[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.sessions.findLiveIds(ids, this.limits);
+  }
+
   private async lookup(hash: Buffer, key: string): Promise<Actor> {
     const lookup = this.cache.startLookup();
     const row = await this.sessions.findLiveByHash(hash, this.limits);

@@ -87,6 +87,15 @@ export class BrowserSessionsRepository {
     return rows[0];
   }
 
+  /** Those of `ids` that are live sessions (neither idle nor older than the limits). */
+  async findLiveIds(ids: readonly string[], limits: SessionLimits): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT s.id FROM browser_sessions s WHERE s.id = ANY($1::bigint[]) AND ${LIVE}`,
+      [ids, limits.idleSec, limits.maxSec],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** The user's live sessions, most recently used first. */
   listLiveOfUser(userId: string, limits: SessionLimits): Promise<ListedSessionRow[]> {
     return this.db.query(

@@ -72,6 +72,14 @@ describe('loadConfig', () => {
     );
   });
 
+  it('event streams: 10 per user by default; settable from 1 to 1000', () => {
+    expect(loadConfig({}).eventStreamsPerUser).toBe(10);
+    expect(loadConfig({ FLEETHUB_EVENT_STREAMS_PER_USER: '3' }).eventStreamsPerUser).toBe(3);
+    expect(() => loadConfig({ FLEETHUB_EVENT_STREAMS_PER_USER: '0' })).toThrow(
+      'FLEETHUB_EVENT_STREAMS_PER_USER must be an integer from 1 to 1000 (got "0")',
+    );
+  });
+
   it('shutdown: no drain and 20 s for requests in flight by default; both settable, bounded', () => {
     expect(loadConfig({})).toMatchObject({ shutdownDrainMs: 0, shutdownTimeoutMs: 20_000 });
     expect(

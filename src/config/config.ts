@@ -48,6 +48,8 @@ export interface AppConfig {
   smtp: SmtpConfig | null;
   /** Browser sign-in sessions (`POST /api/session`). */
   browserSessions: BrowserSessionsConfig;
+  /** Event streams (`GET .../events`) one user may have open at once, across instances. */
+  eventStreamsPerUser: number;
 }
 
 export interface BrowserSessionsConfig {
@@ -237,6 +239,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     idleMinutes: integer(env, 'FLEETHUB_SESSION_IDLE_MINUTES', 60, 1, 10_080, problems),
     maxHours: integer(env, 'FLEETHUB_SESSION_MAX_HOURS', 12, 1, 8_760, problems),
   };
+  const eventStreamsPerUser = integer(env, 'FLEETHUB_EVENT_STREAMS_PER_USER', 10, 1, 1000, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -261,6 +264,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     deviceCertProxy,
     smtp,
     browserSessions,
+    eventStreamsPerUser,
   };
 }
 

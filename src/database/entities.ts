@@ -13,6 +13,7 @@ import { DeploymentRelease } from '../deployments/deployment-release.entity';
 import { DeviceSharedSecret, ProductSharedSecret } from '../device-auth/shared-secret.entity';
 import { DeviceConsoleOutput } from '../gateway/device-console-output.entity';
 import { GatewayInstance } from '../gateway/gateway-instance.entity';
+import { EventStreamRecord } from '../live/event-stream.entity';
 import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.entity';
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
@@ -62,4 +63,5 @@ export const ENTITIES = [
   OrgInvitation,
   DeviceImport,
   BrowserSession,
+  EventStreamRecord,
 ];

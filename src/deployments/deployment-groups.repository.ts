@@ -70,6 +70,9 @@ type GroupCounts = Pick<
   'device_count' | 'updating_count' | 'updated_count' | 'blocked_count'
 >;
 
+/** A group's live counts with its release's failures: what `counts` of the group API is made of. */
+export type GroupCountsRow = GroupCounts & Pick<DeploymentGroupRow, 'id' | 'name' | 'release_failed_count'>;
+
 /** The settings a create or an update writes (columns of `deployment_groups`). */
 export interface DeploymentGroupSettings {
   name?: string;
@@ -224,6 +227,20 @@ export class DeploymentGroupsRepository {
     return readRows<DeploymentGroupRow>(
       this.db,
       `${groupSelect(true)} WHERE g.product_id = $1 ORDER BY g.name`,
+      [productId],
+    );
+  }
+
+  /** The live counts of each of the product's groups (one statement): what the console's live view follows. */
+  countsOfProduct(productId: string): Promise<GroupCountsRow[]> {
+    return readRows<GroupCountsRow>(
+      this.db,
+      `SELECT g.id, g.name, r.failed_count AS release_failed_count,
+              ${countColumns('g.id', 'g.product_id', 'f.version', 'f.uuid::text')}
+         FROM deployment_groups g
+         LEFT JOIN deployment_releases r ON r.id = g.current_release_id
+         LEFT JOIN firmwares f ON f.id = r.firmware_id
+        WHERE g.product_id = $1 ORDER BY g.name`,
       [productId],
     );
   }

@@ -28,6 +28,7 @@ import type {
   UpdateDeploymentGroupDto,
 } from './dto/deployment-group.dto';
 import { INVALID_REQUIREMENT, isValidVersionRequirement } from './version-requirement';
+import { countsView } from './deployment-counts';
 
 type Conditions = Pick<
   DeploymentGroupSettings,
@@ -106,13 +107,7 @@ export function deploymentGroupView(row: DeploymentGroupRow): DeploymentGroupVie
     lock_device_membership: row.lock_device_membership,
     paused_reason: row.paused_reason,
     paused_at: isoOrNull(row.paused_at),
-    counts: {
-      devices: row.device_count,
-      updating: row.updating_count,
-      updated: row.updated_count,
-      failed: row.release_failed_count ?? 0,
-      blocked: row.blocked_count,
-    },
+    counts: countsView(row),
     inserted_at: iso(row.inserted_at),
     updated_at: iso(row.updated_at),
   };

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
 import type { Device, FirmwareMetadata } from './device.entity';
-import { type DeviceJoin, DevicesRepository } from './devices.repository';
+import { type DeviceJoin, type DisconnectedDevice, DevicesRepository } from './devices.repository';
 
 export type { DeviceJoin } from './devices.repository';
 export type { FirmwareMetadata } from './device.entity';
@@ -69,7 +69,7 @@ export class DeviceRecordsService {
   }
 
   /** The devices among `ids` still held by `instanceId` are disconnected (rows locked in id order). */
-  markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
+  markDisconnected(ids: readonly string[], instanceId: string): Promise<DisconnectedDevice[]> {
     return this.devices.markDisconnected(ids, instanceId);
   }
 
@@ -78,9 +78,9 @@ export class DeviceRecordsService {
     return this.devices.recordActivity(ids, ats, instanceId);
   }
 
-  /** Every device held by `instanceId` becomes disconnected. */
-  disconnectAllHeldBy(instanceId: string): Promise<void> {
-    return this.devices.disconnectAllHeldBy(instanceId);
+  /** Every device held by `instanceId` becomes disconnected; answers those of the products `watched`. */
+  disconnectAllHeldBy(instanceId: string, watched: readonly string[] = []): Promise<DisconnectedDevice[]> {
+    return this.devices.disconnectAllHeldBy(instanceId, watched);
   }
 
   /** The devices `ids` are connected on `instanceId` again. */
@@ -88,9 +88,15 @@ export class DeviceRecordsService {
     return this.devices.markConnectedAgain(ids, instanceId);
   }
 
-  /** Devices held by gateway instances whose lease ran out become disconnected (in `tx`); answers how many. */
-  disconnectFromExpiredInstances(tx: Queryable): Promise<number> {
-    return this.devices.disconnectFromExpiredInstances(tx);
+  /**
+   * Devices held by gateway instances whose lease ran out become disconnected (in `tx`); answers how many, and
+   * those of the products `watched`.
+   */
+  disconnectFromExpiredInstances(
+    tx: Queryable,
+    watched: readonly string[] = [],
+  ): Promise<{ reaped: number; watched: DisconnectedDevice[] }> {
+    return this.devices.disconnectFromExpiredInstances(tx, watched);
   }
 
   /** How many devices are connected. */

@@ -5,6 +5,7 @@ import { IrohModule } from '../iroh/iroh.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
+import { LiveEventsModule } from '../live/live-events.module';
 import { CertificatesModule } from '../certificates/certificates.module';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
 import { GatewayModule } from '../gateway/gateway.module';
@@ -28,6 +29,8 @@ import { DevicesService } from './devices.service';
     // Move: the target organization and the caller's role there, the device's network identities.
     OrgsModule,
     IrohModule,
+    // The console's live events: a manual upgrade is `pending` at once.
+    LiveEventsModule,
   ],
   controllers: [DevicesController, DevicesShortController, DeviceImportsController],
   providers: [DevicesService, DeviceImportsRepository, DeviceImportsService],

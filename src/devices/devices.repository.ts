@@ -10,6 +10,12 @@ import { deviceCountSql, type DeviceListQuery, deviceListSql, devicePageSql } fr
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow } from './device-view';
 import { Device, type FirmwareMetadata } from './device.entity';
 
+/** A device whose disconnection was just recorded: what the console's live events need. */
+export interface DisconnectedDevice {
+  product_id: string;
+  identifier: string;
+}
+
 // The device path's writes: once per device connection and update (prepared once per pool connection).
 const RECORD_JOIN = new PreparedStatement(
   `WITH installed AS (
@@ -329,17 +335,20 @@ export class DevicesRepository {
    * index on `connected_instance_id` and read every device the instance holds (10,000 index entries for a batch
    * of 12 devices, 90 ms, seen on a rollout).
    */
-  async markDisconnected(ids: readonly string[], instanceId: string): Promise<void> {
-    await this.db.query(
+  async markDisconnected(ids: readonly string[], instanceId: string): Promise<DisconnectedDevice[]> {
+    const { rows } = await writeRows<DisconnectedDevice>(
+      this.db,
       `UPDATE devices d
               SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL,
                   last_communication = now()
              FROM (SELECT id FROM devices
                     WHERE id = ANY($1::bigint[]) AND connected_instance_id IS NOT DISTINCT FROM $2::uuid
                     ORDER BY id FOR UPDATE) AS leaving
-            WHERE d.id = leaving.id`,
+            WHERE d.id = leaving.id
+        RETURNING d.product_id, d.identifier`,
       [ids, instanceId],
     );
+    return rows;
   }
 
   /**
@@ -358,12 +367,15 @@ export class DevicesRepository {
     );
   }
 
-  /** Every device held by `instanceId` becomes disconnected. */
-  async disconnectAllHeldBy(instanceId: string): Promise<void> {
-    await this.db.query(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
-        WHERE connected_instance_id = $1`,
-      [instanceId],
+  /** Every device held by `instanceId` becomes disconnected; answers those of the products `watched`. */
+  async disconnectAllHeldBy(instanceId: string, watched: readonly string[]): Promise<DisconnectedDevice[]> {
+    return this.db.query(
+      `WITH gone AS (
+         UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
+          WHERE connected_instance_id = $1
+         RETURNING product_id, identifier)
+       SELECT product_id, identifier FROM gone WHERE product_id = ANY($2::bigint[])`,
+      [instanceId, watched],
     );
   }
 
@@ -377,13 +389,26 @@ export class DevicesRepository {
     );
   }
 
-  /** Devices held by gateway instances whose lease ran out become disconnected; answers how many. */
-  async disconnectFromExpiredInstances(tx: Queryable = this.db): Promise<number> {
-    const reaped = await tx.query<[unknown[], number]>(
-      `UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
-          WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())`,
+  /**
+   * Devices held by gateway instances whose lease ran out become disconnected; answers how many, and those of the
+   * products `watched`.
+   */
+  async disconnectFromExpiredInstances(
+    tx: Queryable = this.db,
+    watched: readonly string[] = [],
+  ): Promise<{ reaped: number; watched: DisconnectedDevice[] }> {
+    const [row] = await tx.query<{ reaped: number; watched: DisconnectedDevice[] | null }[]>(
+      `WITH gone AS (
+         UPDATE devices SET connection_status = 'disconnected', connected_instance_id = NULL, connected_at = NULL
+          WHERE connected_instance_id IN (SELECT id FROM gateway_instances WHERE lease_until < now())
+         RETURNING product_id, identifier)
+       SELECT count(*)::int AS reaped,
+              json_agg(json_build_object('product_id', product_id::text, 'identifier', identifier))
+                FILTER (WHERE product_id = ANY($1::bigint[])) AS watched
+         FROM gone`,
+      [watched],
     );
-    return Array.isArray(reaped) && typeof reaped[1] === 'number' ? reaped[1] : 0;
+    return { reaped: row?.reaped ?? 0, watched: row?.watched ?? [] };
   }
 
   /** How many devices are connected. */

@@ -26,6 +26,7 @@ import type { DeviceRow } from './device-view';
 import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
 import type { DevicesRepository } from './devices.repository';
 import { DevicesService } from './devices.service';
+import type { LiveEvents } from '../live/live-events';
 
 const UUID = '0b7d2f4e-6c1a-4e8b-9d3f-2a5c7e9b1d40';
 
@@ -94,6 +95,7 @@ function setup() {
     fake<MembershipsRepository>({}),
     fake<PendingUpdatesRepository>({}),
     fake<IrohEndpointsRepository>({}),
+    fake<LiveEvents>({ deviceUpdate: jest.fn() }),
   );
   return {
     service,

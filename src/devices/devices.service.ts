@@ -27,6 +27,7 @@ import type { MoveDeviceDto } from './dto/move-device.dto';
 import { roleSatisfies } from '../common/auth/roles';
 import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
 import { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
+import { LiveEvents } from '../live/live-events';
 import { MembershipsRepository } from '../orgs/memberships.repository';
 import { OrgsService } from '../orgs/orgs.service';
 import { deviceView } from './device-view';
@@ -72,6 +73,7 @@ export class DevicesService {
     private readonly memberships: MembershipsRepository,
     private readonly pendingUpdates: PendingUpdatesRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
+    private readonly live: LiveEvents,
   ) {}
 
   async create(
@@ -493,19 +495,22 @@ export class DevicesService {
       ? await this.firmware.findIdByUuid(productId, uuid.toLowerCase())
       : undefined;
     if (!firmwareId) throw DomainError.invalidField('uuid', UNKNOWN_FIRMWARE);
+    let target: string;
     try {
-      await this.transactions.run(async (tx) => {
+      target = await this.transactions.run(async (tx) => {
         await this.firmware.requestUpdate(deviceId, firmwareId, access.actor.userId, tx);
         // As NervesHub: a device a person upgrades by hand leaves automatic updates until turned on again.
         await this.devices.disableUpdates(deviceId, tx);
+        const targetId = await this.auditTarget(deviceId, identifier, tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
           action: 'device.upgrade',
           targetType: 'device',
-          targetId: await this.auditTarget(deviceId, identifier, tx),
+          targetId,
           details: { firmware_uuid: uuid.toLowerCase() },
         });
+        return targetId;
       });
     } catch (err) {
       // Deleted since it was read: the firmware (as if it had never matched), or the device or caller's user.
@@ -514,6 +519,7 @@ export class DevicesService {
       if (gone !== undefined) throw DomainError.notFound();
       throw err;
     }
+    this.live.deviceUpdate({ productId, identifier: target }, 'pending', null, uuid.toLowerCase());
     await this.updates.pendingUpdateChanged(deviceId);
   }
 

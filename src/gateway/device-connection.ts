@@ -31,6 +31,8 @@ export class DeviceConnection {
   readonly topics = new Map<string, string | null>();
   firmwareUuid: string | null = null;
   downloadingUuid: string | null = null;
+  /** The firmware of the last `update` pushed on this connection (what its progress reports are about). */
+  updatingUuid: string | null = null;
   /** The device joined with device API 2.1.0 or later: it runs support scripts sent as `scripts/run`. */
   runsScripts = false;
   /**

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { LiveEventsModule } from '../live/live-events.module';
 import { CertificateAuthModule } from '../certificates/certificate-auth.module';
 import {
   CertificateDeviceAuthenticator,
@@ -57,6 +58,7 @@ import { RolloutSignals } from './rollout-signals';
     HealthModule,
     InstanceBusModule,
     IrohModule,
+    LiveEventsModule,
     TelemetryModule,
     DeploymentsModule,
     CertificateAuthModule,

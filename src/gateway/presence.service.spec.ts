@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DeviceRecordsService } from '../devices/device-records.service';
+import type { LiveEvents } from '../live/live-events';
 import { fake, fakeTransactions } from '../../test/support/unit-fakes';
 import type { GatewayInstancesRepository } from './gateway-instances.repository';
 import { GatewayPeers } from './gateway-peers';
@@ -18,15 +19,16 @@ async function startedPresence(
   const devices = fake<DeviceRecordsService>({
     markDisconnected,
     markConnectedAgain,
-    disconnectFromExpiredInstances: jest.fn(async () => 0),
-    disconnectAllHeldBy: jest.fn(async () => undefined),
+    disconnectFromExpiredInstances: jest.fn(async () => ({ reaped: 0, watched: [] })),
+    disconnectAllHeldBy: jest.fn(async () => []),
   });
   const instances = fake<GatewayInstancesRepository>({
     renewLease: jest.fn(async () => ({ inserted: false, others: 0 })),
     deleteExpired: jest.fn(async () => undefined),
     delete: jest.fn(async () => undefined),
   });
-  const presence = new PresenceService(devices, instances, fakeTransactions(), new GatewayPeers());
+  const live = fake<LiveEvents>({ deviceConnection: jest.fn(), wantedProducts: jest.fn(() => []) });
+  const presence = new PresenceService(devices, instances, fakeTransactions(), new GatewayPeers(), live);
   await presence.start(INSTANCE, () => []);
   return presence;
 }

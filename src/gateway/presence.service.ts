@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import { isRetryableConflict } from '../common/errors/postgres-errors';
 import { Transactions } from '../database/transactions';
 import { DeviceRecordsService } from '../devices/device-records.service';
+import type { DisconnectedDevice } from '../devices/devices.repository';
+import { LiveEvents } from '../live/live-events';
 import { GatewayInstancesRepository } from './gateway-instances.repository';
 import { GatewayPeers } from './gateway-peers';
 
@@ -50,6 +52,7 @@ export class PresenceService {
     private readonly instances: GatewayInstancesRepository,
     private readonly transactions: Transactions,
     private readonly peers: GatewayPeers,
+    private readonly live: LiveEvents,
   ) {}
 
   /** Registers the instance and starts the lease, reaper and flush timers. */
@@ -82,7 +85,7 @@ export class PresenceService {
     // What these fail to write, the statement after them writes: every device held here becomes disconnected.
     await this.flushDisconnected().catch(() => undefined);
     await this.flush().catch(() => undefined);
-    await this.devices.disconnectAllHeldBy(this.instanceId);
+    this.announce(await this.devices.disconnectAllHeldBy(this.instanceId, this.live.wantedProducts()));
     await this.instances.delete(this.instanceId);
   }
 
@@ -134,7 +137,9 @@ export class PresenceService {
       try {
         // Rows are locked in id order, as the activity flush locks them, so that the two never deadlock.
         this.leavingInFlight = new Set(batch);
-        await this.write(() => this.devices.markDisconnected(batch, this.instanceId));
+        await this.write(async () =>
+          this.announce(await this.devices.markDisconnected(batch, this.instanceId)),
+        );
         // A device that joined here again while this was written may have had its join written first: connected
         // again (its join's write and this one reached PostgreSQL in either order).
         const rejoined = [...this.rejoinedInFlight];
@@ -220,10 +225,24 @@ export class PresenceService {
 
   /** Devices held by instances whose lease ran out become disconnected; those instance rows go. */
   async reap(): Promise<number> {
-    return this.transactions.run(async (tx) => {
-      const reaped = await this.devices.disconnectFromExpiredInstances(tx);
+    const { reaped, watched } = await this.transactions.run(async (tx) => {
+      const disconnected = await this.devices.disconnectFromExpiredInstances(tx, this.live.wantedProducts());
       await this.instances.deleteExpired(tx);
-      return reaped;
+      return disconnected;
     });
+    this.announce(watched);
+    return reaped;
+  }
+
+  /** The console's live events of disconnections just recorded (only those the database really changed). */
+  private announce(disconnected: readonly DisconnectedDevice[] | undefined): void {
+    const at = new Date();
+    for (const row of disconnected ?? []) {
+      this.live.deviceConnection(
+        { productId: row.product_id, identifier: row.identifier },
+        'disconnected',
+        at,
+      );
+    }
   }
 }

@@ -63,6 +63,17 @@ export class MembershipsRepository {
     return rows[0]?.role ?? null;
   }
 
+  /** Which of the (user, organization) pairs are memberships, as `user_id:org_id` keys. */
+  async findMembershipKeys(userIds: readonly string[], orgIds: readonly string[]): Promise<string[]> {
+    const rows: { key: string }[] = await this.db.query(
+      `SELECT m.user_id || ':' || m.org_id AS key
+         FROM unnest($1::bigint[], $2::bigint[]) AS p(user_id, org_id)
+         JOIN org_memberships m ON m.user_id = p.user_id AND m.org_id = p.org_id`,
+      [userIds, orgIds],
+    );
+    return rows.map((row) => row.key);
+  }
+
   /** The member with this (normalised) email, or null. */
   async findMember(orgId: string, email: string): Promise<MemberRow | null> {
     const rows: MemberRow[] = await this.db.query(

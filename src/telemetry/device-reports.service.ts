@@ -9,7 +9,13 @@ import {
 import { DeviceLogsRepository, type NewLogLine } from './device-logs.repository';
 import { LogRateLimit } from './log-rate-limit';
 import { NetworkIdentitiesService, type ReportingDevice } from './network-identities.service';
-import { Malformed, parseHealthReport, parseLocation, parseLogLine } from './report-payloads';
+import {
+  Malformed,
+  parseHealthReport,
+  parseLocation,
+  parseLogLine,
+  type ParsedLogLine,
+} from './report-payloads';
 import { type DropReason, TelemetryMetrics } from './telemetry-metrics';
 import { TelemetryPartitions } from './telemetry-partitions';
 
@@ -100,14 +106,24 @@ export class DeviceReportsService implements OnModuleInit, BeforeApplicationShut
     await Promise.all([this.logLines, this.reports, this.metricValues, this.locations].map((w) => w.flush()));
   }
 
-  /** `logging:send`: one log line. */
-  logLine(device: ReportingDevice, payload: unknown): void {
+  /** `logging:send`: one log line. The line as it is stored, or null when it is dropped or malformed. */
+  logLine(device: ReportingDevice, payload: unknown): ParsedLogLine | null {
     this.metrics.receivedReport('logging');
-    if (!this.rateLimit.hit(device.deviceId)) return this.drop('logging', 'rate_limited');
+    if (!this.rateLimit.hit(device.deviceId)) {
+      this.drop('logging', 'rate_limited');
+      return null;
+    }
     const now = new Date();
     const line = parseLogLine(payload, now, this.partitions.earliest(now));
-    if (line instanceof Malformed) return this.malformed(device, 'logging', line);
-    if (!this.logLines.add({ deviceId: device.deviceId, ...line })) this.drop('logging', 'buffer_full');
+    if (line instanceof Malformed) {
+      this.malformed(device, 'logging', line);
+      return null;
+    }
+    if (!this.logLines.add({ deviceId: device.deviceId, ...line })) {
+      this.drop('logging', 'buffer_full');
+      return null;
+    }
+    return line;
   }
 
   /** `health:report`: the latest report replaces the device's previous one; its metrics join the history. */

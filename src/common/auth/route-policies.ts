@@ -115,6 +115,8 @@ export const ROUTE_POLICIES = {
   'deployments.releases': { scope: 'org', role: 'view' },
   'deployments.update': { scope: 'org', role: 'manage' },
   'deployments.delete': { scope: 'org', role: 'manage' },
+
+  'live.events': { scope: 'org', role: 'view' },
 } as const satisfies Record<string, RoutePolicy>;
 
 export type RouteName = keyof typeof ROUTE_POLICIES;

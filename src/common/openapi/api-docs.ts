@@ -67,8 +67,11 @@ export interface OperationDoc {
    * method or by its own `@HttpCode` (a test checks that the two agree).
    */
   status?: number;
-  /** A success body that is not JSON (its media type and what it holds); error bodies stay JSON. */
-  text?: { mediaType: string; description: string };
+  /**
+   * A success body that is not JSON (its media type and what it holds; `schema` when it has a structure, with the
+   * `models` it refers to); error bodies stay JSON.
+   */
+  text?: { mediaType: string; description: string; schema?: object; models?: Type<unknown>[] };
   /** The `data` record type, or undefined for no content. */
   data?: Type<unknown> | [Type<unknown>];
   /** Extra top-level properties of the success body (e.g. pagination). */
@@ -126,12 +129,13 @@ export function ApiOperationDoc(doc: OperationDoc) {
       }),
     );
   } else if (doc.text) {
+    models.push(...(doc.text.models ?? []));
     decorators.push(
       ApiResponse({
         status,
         description: doc.text.description,
         headers,
-        content: { [doc.text.mediaType]: { schema: { type: 'string' } } },
+        content: { [doc.text.mediaType]: { schema: doc.text.schema ?? { type: 'string' } } },
       }),
     );
   } else {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { WebSocket } from 'ws';
+import { LiveEvents } from '../../live/live-events';
 import { ConsoleOutputService } from '../console-output.service';
 import type { DeviceConnection } from '../device-connection';
 import { DeviceConnections } from '../device-connections';
@@ -13,6 +14,7 @@ export class ConsoleChannel {
     private readonly connections: DeviceConnections,
     private readonly output: ConsoleOutputService,
     private readonly scripts: ScriptRunner,
+    private readonly live: LiveEvents,
   ) {}
 
   join(conn: DeviceConnection, frame: PhoenixFrame): void {
@@ -23,7 +25,9 @@ export class ConsoleChannel {
   /** An event on the joined channel. */
   handle(conn: DeviceConnection, frame: PhoenixFrame): void {
     if (frame.event === 'up' && typeof frame.payload.data === 'string') {
-      this.output.append(conn.deviceId, frame.payload.data.replace(/\0/g, ''));
+      const data = frame.payload.data.replace(/\0/g, '');
+      this.output.append(conn.deviceId, data);
+      this.live.deviceConsole(conn.device, data);
       this.scripts.consoleOutput(conn, frame.payload.data);
     }
   }

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import semver from 'semver';
+import { LiveEvents } from '../../live/live-events';
 import { Admission } from '../admission';
 import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection';
 import { DeviceBus } from '../device-bus';
@@ -30,6 +31,7 @@ export class DeviceChannel {
     private readonly bus: DeviceBus,
     private readonly signals: RolloutSignals,
     private readonly scripts: ScriptRunner,
+    private readonly live: LiveEvents,
   ) {}
 
   async join(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
@@ -58,6 +60,7 @@ export class DeviceChannel {
     conn.downloadingUuid = typeof downloading === 'string' && downloading !== '' ? downloading : null;
     conn.topics.set('device', frame.joinRef);
     conn.send(encodeReply(frame, 'ok', {}));
+    this.live.deviceConnection(conn.device, 'connected');
     await this.afterJoin(conn, params, joined.keys ?? [], joined.pending, joined.updateAttemptsCleared);
     this.signals.deviceOnline(conn.deviceId);
   }
@@ -99,10 +102,13 @@ export class DeviceChannel {
     if (undeliveredOnly && pending.delivered_at !== null) return;
     if (conn.firmwareUuid === pending.uuid) {
       await this.link.completeUpdate(conn.deviceId, pending.firmware_id, attemptsCleared);
+      this.live.deviceUpdate(conn.device, 'updated', 100, pending.uuid);
       return;
     }
+    conn.updatingUuid = pending.uuid;
     if (pending.delivered_at !== null && conn.downloadingUuid === pending.uuid) return;
     conn.push('device', 'update', updatePayload(pending, await this.link.firmwareUrl(pending)));
+    this.live.deviceUpdate(conn.device, 'pending', null, pending.uuid);
     await this.link.markDelivered(conn.deviceId, pending.firmware_id);
   }
 
@@ -110,7 +116,9 @@ export class DeviceChannel {
   async handle(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
     switch (frame.event) {
       case 'status_update':
-        return this.link.statusUpdate(conn.deviceId, frame.payload);
+        await this.link.statusUpdate(conn.deviceId, frame.payload);
+        this.statusChanged(conn, normaliseStatus(frame.payload.status));
+        return;
       case 'fwup_progress':
       case 'update_progress':
         return this.progress(conn, frame.payload);
@@ -120,6 +128,28 @@ export class DeviceChannel {
       default:
         // rebooting, firmware_validated, report_network_interface, scripts/run...: accepted, never answered.
         return;
+    }
+  }
+
+  /** What a `status_update` means for the console's live view of the update. */
+  private statusChanged(conn: DeviceConnection, status: string | null): void {
+    const uuid = conn.updatingUuid ?? conn.downloadingUuid;
+    switch (status) {
+      case 'failed':
+      case 'ignored':
+        this.live.deviceUpdate(conn.device, 'failed', null, uuid);
+        return;
+      case 'rescheduled':
+        this.live.deviceUpdate(conn.device, 'pending', null, uuid);
+        return;
+      case 'completed':
+        // Applied; `updated` once the device is back running it.
+        this.live.deviceUpdate(conn.device, 'updating', 100, uuid);
+        return;
+      case null:
+        return;
+      default:
+        this.live.deviceUpdate(conn.device, 'updating', conn.progress?.value ?? null, uuid);
     }
   }
 
@@ -141,6 +171,8 @@ export class DeviceChannel {
     state.status = status;
     state.value = value;
     const deviceId = conn.deviceId;
+    // Every report goes live (a device reports each percentage at most once); the database gets fewer.
+    this.live.deviceUpdate(conn.device, 'updating', value, conn.updatingUuid ?? conn.downloadingUuid);
     if (changed || value === 100 || Date.now() - state.writtenAt >= 2000) {
       if (state.timer) clearTimeout(state.timer);
       state.timer = null;

@@ -9,6 +9,7 @@ import { DeviceConnections } from '../device-connections';
 import type { DeviceLinkService } from '../device-link.service';
 import type { PhoenixFrame } from '../phoenix-frames';
 import { ExtensionsChannel } from './extensions';
+import type { LiveEvents } from '../../live/live-events';
 
 /** A socket that keeps what is sent to it. */
 class FakeSocket extends EventEmitter {
@@ -47,6 +48,7 @@ describe('ExtensionsChannel: repeated requests', () => {
       new Admission(4, { maxHandshakeWaitMs: 60_000 }),
       devices,
       {} as DeviceReportsService,
+      {} as LiveEvents,
       config,
     );
     const ws = new FakeSocket();

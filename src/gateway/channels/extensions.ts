@@ -9,6 +9,7 @@ import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection
 import { DeviceConnections } from '../device-connections';
 import { DeviceLinkService } from '../device-link.service';
 import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
+import { LiveEvents } from '../../live/live-events';
 
 /** Extensions this server offers (device-protocol.md 5); `local_shell` is not served. */
 export const SERVER_EXTENSIONS = new Set(['health', 'geo', 'logging', 'network_identity']);
@@ -43,6 +44,7 @@ export class ExtensionsChannel {
     private readonly admission: Admission,
     private readonly devices: DeviceRecordsService,
     private readonly reports: DeviceReportsService,
+    private readonly live: LiveEvents,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.healthIntervalMs = config.telemetry.healthIntervalMinutes * 60_000;
@@ -101,7 +103,11 @@ export class ExtensionsChannel {
     const device = conn.device;
     if (key === 'health' && event === 'report') return this.reports.healthReport(device, frame.payload);
     if (key === 'geo' && event === 'location:update') return this.reports.location(device, frame.payload);
-    if (key === 'logging' && event === 'send') return this.reports.logLine(device, frame.payload);
+    if (key === 'logging' && event === 'send') {
+      const line = this.reports.logLine(device, frame.payload);
+      if (line) this.live.deviceLog(device, line);
+      return;
+    }
     if (key === 'network_identity' && event === 'report') {
       // With a slot free the report is written in turn, as any frame; otherwise it must not hold up the frames
       // behind it (heartbeats: NervesHubLink drops a socket whose heartbeat goes unanswered for 30 s).

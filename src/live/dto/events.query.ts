@@ -1,0 +1,27 @@
+import { Injectable, type PipeTransform } from '@nestjs/common';
+import { DomainError } from '../../common/errors/domain-error';
+import type { RawQuery } from '../../common/http/page-request';
+import { isUnstorableText } from '../../common/values';
+
+/** `GET .../events` parameters: `device`, the identifier of a device whose console and logs the stream carries. */
+export interface EventsQuery {
+  device?: string;
+}
+
+/** Parses the query: `device` is one string of 1–255 characters; anything else is a 422 naming it. */
+@Injectable()
+export class EventsQueryPipe implements PipeTransform<unknown, EventsQuery> {
+  transform(value: unknown): EventsQuery {
+    const query = (typeof value === 'object' && value !== null ? value : {}) as RawQuery;
+    for (const key of Object.keys(query)) {
+      if (key !== 'device') throw DomainError.invalidField(key, 'is not a known parameter');
+    }
+    const device = query.device;
+    if (device === undefined) return {};
+    if (typeof device !== 'string') throw DomainError.invalidField('device', 'must be a single string');
+    if (device === '' || device.length > 255 || isUnstorableText(device)) {
+      throw DomainError.invalidField('device', 'must be a device identifier (1 to 255 characters)');
+    }
+    return { device };
+  }
+}
