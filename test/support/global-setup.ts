@@ -12,6 +12,8 @@ declare global {
  * under .data/test (or FLEETHUB_TEST_PG_DIR). A template database is migrated once; every test file clones its own from it.
  */
 export default async function globalSetup(): Promise<void> {
+  // Each jest project runs the global setup: the first one does it for the run.
+  if (process.env.FLEETHUB_TEST_TEMPLATE !== undefined) return;
   let baseUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!baseUrl) {
     const embedded = new EmbeddedPostgres({
