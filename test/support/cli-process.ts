@@ -12,7 +12,7 @@ export function sourceLauncher(entry: string): string {
   return `
 const { readFileSync } = require('node:fs');
 const { transformSync } = require('@swc/core');
-const swc = require('./jest.config.js').transform['^.+\\\\.ts$'][1];
+const swc = require('./jest.config.js').projects[0].transform['^.+\\\\.ts$'][1];
 require.extensions['.ts'] = (module, filename) => {
   const { code } = transformSync(readFileSync(filename, 'utf8'), { ...swc, filename, sourceMaps: false });
   module._compile(code, filename);
