@@ -27,6 +27,7 @@ import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { OverviewModule } from './overview/overview.module';
 import { TelemetryModule } from './telemetry/telemetry.module';
 import { UsersModule } from './users/users.module';
 
@@ -54,6 +55,7 @@ export const FEATURE_MODULES = [
   InvitationsModule,
   BrowserSessionsModule,
   LiveModule,
+  OverviewModule,
 ];
 
 @Module({})

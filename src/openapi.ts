@@ -32,6 +32,8 @@ const TAGS: Record<string, string> = {
   'Live Events':
     "A product's devices as they change, pushed as Server-Sent Events: connections, updates, rollout counts, " +
     "and one device's console and logs",
+  'Fleet Overview':
+    "A product's fleet at a glance: connected now and over time, firmware versions, rollouts, health alarms",
 };
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {

@@ -24,6 +24,11 @@ import { OrgIrohEndpointCount } from '../iroh/iroh-endpoint-count.entity';
 import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
 import { Membership } from '../orgs/membership.entity';
 import { Org } from '../orgs/org.entity';
+import {
+  ProductConnectionCount,
+  ProductConnectionSample,
+  ProductFirmwareCount,
+} from '../overview/fleet-counts.entity';
 import { Product } from '../products/product.entity';
 import { SupportScript } from '../scripts/support-script.entity';
 import { DeviceHealth } from '../telemetry/device-health.entity';
@@ -64,4 +69,7 @@ export const ENTITIES = [
   DeviceImport,
   BrowserSession,
   EventStreamRecord,
+  ProductConnectionCount,
+  ProductFirmwareCount,
+  ProductConnectionSample,
 ];

@@ -37,6 +37,7 @@ export const ROUTE_POLICIES = {
   'products.delete': { scope: 'org', role: 'admin' },
   'products.extensions.show': { scope: 'org', role: 'view' },
   'products.extensions.update': { scope: 'org', role: 'manage' },
+  'products.overview': { scope: 'org', role: 'view' },
 
   'scripts.create': { scope: 'org', role: 'manage' },
   'scripts.list': { scope: 'org', role: 'view' },

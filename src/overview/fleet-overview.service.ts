@@ -1,0 +1,89 @@
+import { Injectable } from '@nestjs/common';
+import type { OrgAccess } from '../common/auth/actor';
+import { ProductsService } from '../products/products.service';
+import type { FleetOverviewQuery } from './dto/fleet-overview.query';
+import type { FleetOverviewView } from './dto/fleet-overview.view';
+import { FleetOverviewRepository } from './fleet-overview.repository';
+
+/** "Connected over time" answers at most about this many points, whatever the range. */
+const MAX_POINTS = 360;
+/** Samples are taken once a minute: no point covers less. */
+const SAMPLE_SECONDS = 60;
+
+/** The seconds each point of a range of `hours` covers: whole minutes, at most MAX_POINTS points. */
+export function bucketSeconds(hours: number): number {
+  const minutes = Math.ceil((hours * 3600) / MAX_POINTS / SAMPLE_SECONDS);
+  return Math.max(1, minutes) * SAMPLE_SECONDS;
+}
+
+const count = (value: string | number | null | undefined): number => Number(value ?? 0);
+
+/**
+ * A product's fleet at a glance (beyond NervesHub): devices connected now and over time, firmware versions,
+ * rollouts in progress, devices with health alarms. Every number comes from the server's counters and indexes
+ * (FleetOverviewRepository), never from paging through devices.
+ */
+@Injectable()
+export class FleetOverviewService {
+  constructor(
+    private readonly overview: FleetOverviewRepository,
+    private readonly products: ProductsService,
+  ) {}
+
+  async show(
+    access: OrgAccess,
+    productName: string,
+    query: FleetOverviewQuery,
+    now = new Date(),
+  ): Promise<{ data: FleetOverviewView }> {
+    const product = await this.products.findInOrg(access, productName);
+    const from = new Date(now.getTime() - query.hours * 3_600_000);
+    const interval = bucketSeconds(query.hours);
+    const [row, samples] = await Promise.all([
+      this.overview.overview(product.id),
+      this.overview.samples(product.id, from, interval),
+    ]);
+    const connected = count(row.connection?.connected);
+    const disconnected = count(row.connection?.disconnected);
+    const notSeen = count(row.connection?.not_seen);
+    const total = connected + disconnected + notSeen;
+    const versions = (row.versions ?? []).map((v) => ({ version: v.version, devices: count(v.devices) }));
+    const listed = versions.reduce((sum, v) => sum + v.devices, 0);
+    const versioned = count(row.versioned);
+    return {
+      data: {
+        devices: { total, connected, disconnected, not_seen: notSeen },
+        connected_history: {
+          from: from.toISOString(),
+          interval_seconds: interval,
+          points: samples.map((s) => ({ at: s.at.toISOString(), connected: s.connected, total: s.total })),
+        },
+        firmware: {
+          versions,
+          other_devices: versioned - listed,
+          other_versions: count(row.version_count) - versions.length,
+          unknown: total - versioned,
+        },
+        rollouts: (row.rollouts ?? []).map((r) => ({
+          deployment_group: r.name,
+          firmware_version: r.firmware_version,
+          release_number: r.release_number,
+          is_active: r.is_active,
+          updating: r.updating,
+          concurrent_updates: r.concurrent_updates,
+          paused_reason: r.paused_reason,
+          paused_at: r.paused_at === null ? null : new Date(r.paused_at).toISOString(),
+        })),
+        manual_updates: row.manual_updates,
+        health_alarms: {
+          devices: row.alarmed,
+          first: (row.alarmed_devices ?? []).map((a) => ({
+            identifier: a.identifier,
+            alarm_count: a.alarm_count,
+            status: a.status,
+          })),
+        },
+      },
+    };
+  }
+}
