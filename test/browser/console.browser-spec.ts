@@ -1,57 +1,14 @@
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Simulator } from '../../src/cli/simulator';
 import { buildFw } from '../support/fw-builder';
-import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/chromium';
+import { PASSWORD, seriousViolations, signIn, watchedPage } from '../support/console-browser';
 import type { TestUser } from '../support/fixtures';
 import { listenOnLoopback } from '../support/listening-app';
 import { createTestApp, type TestApp } from '../support/test-app';
-
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const PASSWORD = 'console test password';
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
-
-/** axe-core's serious and critical violations on the page as it is now (axe runs through CDP, not a page script). */
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
-
-/** A page that records what the browser refused or failed: CSP violations, failed requests, script errors. */
-async function watchedPage(context: BrowserContext, problems: string[]): Promise<Page> {
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  page.on('console', (message) => {
-    // A 4xx the page answers in words (a wrong password, a refused key) is Chromium's console error, not a fault.
-    if (message.type() === 'error' && !/status of 4\d\d/.test(message.text())) problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  page.on('requestfailed', (request) => problems.push(`failed: ${request.url()}`));
-  return page;
-}
-
-async function signIn(page: Page, url: string, user: TestUser): Promise<void> {
-  await page.goto(url);
-  await page.getByLabel('Email').fill(user.user.email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
 
 describe('the operator console in Chromium', () => {
   let t: TestApp;
@@ -116,7 +73,7 @@ describe('the operator console in Chromium', () => {
 
     await page.getByLabel('Name').fill('console-made');
     await page.getByRole('button', { name: 'Create product' }).click();
-    await page.waitForURL(`${url}/orgs/${org}/products/console-made`);
+    await page.waitForURL(`${url}/orgs/${org}/products/console-made/settings`);
     await page.getByRole('heading', { name: 'console-made' }).waitFor();
     await page.getByLabel('Accept unsigned AtomVM firmware').check();
     await page.getByRole('button', { name: 'Save settings' }).click();
@@ -157,6 +114,8 @@ describe('the operator console in Chromium', () => {
     const page = await watchedPage(context, problems);
     await signIn(page, url, admin);
     await page.getByRole('link', { name: 'gateway' }).click();
+    await page.waitForURL(`${url}/orgs/${org}/products/gateway`);
+    await page.getByRole('link', { name: 'Devices', exact: true }).click();
     await page.waitForURL(`${url}/orgs/${org}/products/gateway/devices`);
     await page.getByRole('status').filter({ hasText: '60 devices, page 1 of 2' }).waitFor();
     expect(await page.locator('table.devices tbody tr').count()).toBe(50);

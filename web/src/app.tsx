@@ -3,11 +3,14 @@ import { api, setCsrfToken, whenSignedOut } from './api/client';
 import { Layout } from './components/layout';
 import { Account } from './pages/account';
 import { AuditLog } from './pages/audit';
+import { CaCertificates } from './pages/ca-certificates';
 import { DevicePage } from './pages/device';
 import { FirmwarePage } from './pages/firmware';
 import { Devices } from './pages/devices';
 import { Home } from './pages/home';
+import { IrohEndpoints } from './pages/iroh-endpoints';
 import { Members } from './pages/members';
+import { Overview } from './pages/overview';
 import { ProductSettings } from './pages/product';
 import { Products } from './pages/products';
 import { Scripts } from './pages/scripts';
@@ -69,6 +72,10 @@ export function App() {
   } else if ((params = match('/orgs/:org/products/:product', path))) {
     ({ org } = params);
     section = 'products';
+    page = <Overview org={params.org} product={params.product} search={search} />;
+  } else if ((params = match('/orgs/:org/products/:product/settings', path))) {
+    ({ org } = params);
+    section = 'products';
     page = <ProductSettings org={params.org} product={params.product} role={roleIn(params.org)} />;
   } else if ((params = match('/orgs/:org/products/:product/devices', path))) {
     ({ org } = params);
@@ -101,6 +108,14 @@ export function App() {
     ({ org } = params);
     section = 'keys';
     page = <SigningKeys org={params.org} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/certificates', path))) {
+    ({ org } = params);
+    section = 'certificates';
+    page = <CaCertificates org={params.org} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/iroh', path))) {
+    ({ org } = params);
+    section = 'iroh';
+    page = <IrohEndpoints org={params.org} role={roleIn(params.org)} search={search} />;
   } else if ((params = match('/orgs/:org/audit', path))) {
     ({ org } = params);
     section = 'audit';

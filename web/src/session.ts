@@ -12,4 +12,4 @@ export function allows(role: Role | undefined, needed: Role): boolean {
 }
 
 /** The parts of the console the navigation names. */
-export type Section = 'products' | 'members' | 'keys' | 'audit' | 'account';
+export type Section = 'products' | 'members' | 'keys' | 'certificates' | 'iroh' | 'audit' | 'account';

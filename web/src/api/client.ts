@@ -36,8 +36,11 @@ const session: Middleware = {
 export const api = createClient<paths>({ baseUrl: '', credentials: 'same-origin' });
 api.use(session);
 
-/** The contract's error bodies, as words for a person. */
-export function errorText(error: unknown, status?: number): string {
+/**
+ * The contract's error bodies, as words for a person; `labels` names a page's fields as its form does (e.g.
+ * `verification_cert` → "Verification certificate"), other fields are named as the API names them.
+ */
+export function errorText(error: unknown, status?: number, labels: Record<string, string> = {}): string {
   if (typeof error === 'object' && error !== null) {
     const body = error as { error?: unknown; errors?: unknown };
     if (body.error === 'unauthorized') return 'You are signed out, or your credentials are wrong.';
@@ -48,7 +51,7 @@ export function errorText(error: unknown, status?: number): string {
       return Object.entries(errors)
         .map(
           ([field, messages]) =>
-            `${field.replaceAll('_', ' ')} ${Array.isArray(messages) ? messages.join(', ') : ''}`,
+            `${labels[field] ?? field.replaceAll('_', ' ')} ${Array.isArray(messages) ? messages.join(', ') : ''}`,
         )
         .map(sentence)
         .join(' ');

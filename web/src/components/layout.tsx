@@ -53,6 +53,12 @@ export function Layout(props: LayoutProps) {
               <Link href={`/orgs/${seg(org)}/keys`} current={props.section === 'keys'}>
                 Signing keys
               </Link>
+              <Link href={`/orgs/${seg(org)}/certificates`} current={props.section === 'certificates'}>
+                CA certificates
+              </Link>
+              <Link href={`/orgs/${seg(org)}/iroh`} current={props.section === 'iroh'}>
+                Iroh endpoints
+              </Link>
               {allows(role, 'admin') && (
                 <Link href={`/orgs/${seg(org)}/audit`} current={props.section === 'audit'}>
                   Audit log

@@ -5,11 +5,14 @@ import { Link } from './link';
 export function ProductNav(props: {
   org: string;
   product: string;
-  current: 'devices' | 'firmware' | 'scripts' | 'settings';
+  current: 'overview' | 'devices' | 'firmware' | 'scripts' | 'settings';
 }) {
   const base = `/orgs/${seg(props.org)}/products/${seg(props.product)}`;
   return (
     <nav class="tabs" aria-label={`Product ${props.product}`}>
+      <Link href={base} current={props.current === 'overview'}>
+        Overview
+      </Link>
       <Link href={`${base}/devices`} current={props.current === 'devices'}>
         Devices
       </Link>
@@ -19,7 +22,7 @@ export function ProductNav(props: {
       <Link href={`${base}/scripts`} current={props.current === 'scripts'}>
         Support scripts
       </Link>
-      <Link href={base} current={props.current === 'settings'}>
+      <Link href={`${base}/settings`} current={props.current === 'settings'}>
         Settings
       </Link>
     </nav>

@@ -46,7 +46,7 @@ export function Products({ org, role }: { org: string; role: Role | undefined })
       setCreateError(errorText(failure, response.status));
       return;
     }
-    navigate(`/orgs/${seg(org)}/products/${seg(data.data.name)}`);
+    navigate(`/orgs/${seg(org)}/products/${seg(data.data.name)}/settings`);
   };
 
   return (
@@ -71,7 +71,7 @@ export function Products({ org, role }: { org: string; role: Role | undefined })
             {products.map((product) => (
               <tr key={product.name}>
                 <th scope="row">
-                  <Link href={`/orgs/${seg(org)}/products/${seg(product.name)}/devices`}>{product.name}</Link>
+                  <Link href={`/orgs/${seg(org)}/products/${seg(product.name)}`}>{product.name}</Link>
                 </th>
                 <td>{product.allowed_update_tools.join(', ') || 'none'}</td>
                 <td>{yesNo(product.require_unique_firmware_version)}</td>
