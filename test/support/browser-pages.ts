@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import type { BrowserContext, Page } from 'playwright-core';
+
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical violations on the page as it is now (axe runs through CDP, not a page script). */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * A page that records what the browser refused or failed: CSP violations (Chromium reports them as console
+ * errors), failed requests, script errors. A live event stream closed by its page (the request aborted) is not a
+ * failure.
+ */
+export async function watchedPage(context: BrowserContext, problems: string[]): Promise<Page> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !/status of 4\d\d/.test(message.text())) problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('requestfailed', (request) => {
+    if (/\/events(\?|$)/.test(request.url()) && request.failure()?.errorText === 'net::ERR_ABORTED') return;
+    problems.push(`failed: ${request.url()}`);
+  });
+  return page;
+}
+
+/** Signs in through the sign-in page with an email and password. */
+export async function signIn(page: Page, url: string, email: string, password: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
