@@ -105,16 +105,22 @@ describe('simulator against the gateway (real NH1 authentication)', () => {
     ]);
     expect(list.body.data.every((d: { online: boolean }) => d.online)).toBe(true);
 
-    // Console: the simulator echoes what it is sent.
+    // Console: the simulator's remote IEx prompts, echoes what it is typed and evaluates the line.
     await eventually(
-      () => t.http().post(`/api/devices/simtest-0002/code`).set(admin.auth).send({ code: 'hello' }),
+      () =>
+        t
+          .http()
+          .post(`/api/devices/simtest-0002/code`)
+          .set(admin.auth)
+          .send({ code: 'Nerves.Runtime.serial_number()' }),
       (res) => res.status === 204,
     );
+    const expected = 'iex(1)> Nerves.Runtime.serial_number()\r\n"simtest-0002"\r\niex(2)> ';
     const output = await eventually(
       async () => (await t.http().get(`/api/devices/simtest-0002/console`).set(admin.auth)).body.data.output,
-      (text: string) => text === 'hello\r',
+      (text: string) => text === expected,
     );
-    expect(output).toBe('hello\r');
+    expect(output).toBe(expected);
 
     // Reboot: the device says `rebooting`, its socket closes, and it joins again at once.
     const rebooted = sim.devices[0];

@@ -32,8 +32,8 @@ const MAX_DEVICES = 100_000;
   name: 'simulate',
   description:
     'Connect simulated devices to a fleethub server (NH1 product key, or client certificates over mTLS): join, ' +
-    'heartbeat, console echo, support scripts, telemetry, iroh, and updates (download, size and SHA-256 check, apply, rejoin on the new ' +
-    'firmware; a share can fail)',
+    'heartbeat, a remote IEx console, support scripts, telemetry, iroh, and updates (download, size and SHA-256 ' +
+    'check, apply, rejoin on the new firmware; a share can fail)',
 })
 export class SimulateCommand extends CliCommand<SimulateOptions> {
   protected async execute(o: SimulateOptions): Promise<void> {

@@ -1,4 +1,4 @@
-import { inspect, runSimulatedScript } from './simulated-script';
+import { inspect, runSimulatedScript, SimulatedConsole } from './simulated-script';
 
 const device = {
   identifier: 'sim-0007',
@@ -61,5 +61,27 @@ describe('runSimulatedScript', () => {
       '3',
       ':ok',
     ]);
+  });
+});
+
+describe('SimulatedConsole (a simulated remote IEx)', () => {
+  it('echoes what is typed, evaluates the line on a carriage return and prompts again', () => {
+    const iex = new SimulatedConsole(() => device);
+    expect(iex.prompt).toBe('iex(1)> ');
+    expect(iex.input('Nerves.Runtime.serial_number()')).toBe('Nerves.Runtime.serial_number()');
+    expect(iex.input('\r')).toBe('\r\n"sim-0007"\r\niex(2)> ');
+    expect([...'IO.puts("a\\nb")\r'].map((c) => iex.input(c)).join('')).toBe(
+      'IO.puts("a\\nb")\r\na\r\nb\r\n:ok\r\niex(3)> ',
+    );
+  });
+
+  it('erases with backspace, prompts again on an empty line, prints errors without a value', () => {
+    const iex = new SimulatedConsole(() => device);
+    expect(iex.input('42x\u007f\u007f')).toBe('42x\b \b\b \b');
+    expect(iex.input('\r')).toBe('\r\n4\r\niex(2)> ');
+    expect(iex.input('\r')).toBe('\r\niex(2)> ');
+    expect(iex.input('oops\r')).toBe(
+      'oops\r\n** (UndefinedFunctionError) the simulated device cannot evaluate oops/0\r\niex(3)> ',
+    );
   });
 });

@@ -190,8 +190,11 @@ class Evaluator {
   }
 }
 
-/** Runs a support script on a simulated device: NervesHubLink's answer for the same script, as far as it goes. */
-export function runSimulatedScript(device: ScriptDevice, text: string): ScriptAnswer {
+/** Evaluates the text: what it printed, and its last value (inspected) or the error that stopped it. */
+function evaluate(
+  device: ScriptDevice,
+  text: string,
+): { output: string; value: string } | { output: string; error: string } {
   let output = '';
   let value: Value = null;
   try {
@@ -205,7 +208,61 @@ export function runSimulatedScript(device: ScriptDevice, text: string): ScriptAn
     }
   } catch (err) {
     if (!(err instanceof ScriptError)) throw err;
-    return { result: 'completed', output: `${output}${err.message}\n`, return: 'nil' };
+    return { output, error: err.message };
   }
-  return { result: 'completed', output, return: inspect(value) };
+  return { output, value: inspect(value) };
+}
+
+/** Runs a support script on a simulated device: NervesHubLink's answer for the same script, as far as it goes. */
+export function runSimulatedScript(device: ScriptDevice, text: string): ScriptAnswer {
+  const result = evaluate(device, text);
+  return 'error' in result
+    ? { result: 'completed', output: `${result.output}${result.error}\n`, return: 'nil' }
+    : { result: 'completed', output: result.output, return: result.value };
+}
+
+/**
+ * A simulated device's remote IEx (the `console` channel), as NervesHubLink's looks from the console: a prompt
+ * `iex(N)> `; each character typed is echoed (a backspace, DEL, erases one); a carriage return evaluates the line
+ * with the evaluator above and prints what it printed, then its value (or the error), then the next prompt. Lines
+ * end in `\r\n` (a terminal's). Answers the output to send back for each input.
+ */
+export class SimulatedConsole {
+  private line = '';
+  private count = 1;
+
+  constructor(private readonly device: () => ScriptDevice) {}
+
+  /** What IEx prints when the console starts. */
+  get prompt(): string {
+    return `iex(${this.count})> `;
+  }
+
+  input(data: string): string {
+    let out = '';
+    for (const character of data) {
+      if (character === '\r' || character === '\n') {
+        out += `\r\n${this.enter()}`;
+      } else if (character === '\u007f' || character === '\b') {
+        if (this.line === '') continue;
+        this.line = Array.from(this.line).slice(0, -1).join('');
+        out += '\b \b';
+      } else if (character >= ' ') {
+        this.line += character;
+        out += character;
+      }
+    }
+    return out;
+  }
+
+  private enter(): string {
+    const line = this.line;
+    this.line = '';
+    if (line.trim() === '') return this.prompt;
+    const result = evaluate(this.device(), line);
+    this.count++;
+    const printed = result.output.replace(/\r?\n/g, '\r\n');
+    const shown = 'error' in result ? result.error : result.value;
+    return `${printed}${shown}\r\n${this.prompt}`;
+  }
 }

@@ -13,11 +13,12 @@ import {
   updateStats,
   type UpdateStats,
 } from './simulated-update';
-import { runSimulatedScript, type ScriptAnswer } from './simulated-script';
+import { runSimulatedScript, type ScriptAnswer, SimulatedConsole } from './simulated-script';
 
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
- * joins `device`, `console` and (when asked) `extensions`, heartbeats, echoes console input, answers support
+ * joins `device`, `console` and (when asked) `extensions`, heartbeats, runs a remote IEx on its console (a prompt,
+ * typed characters echoed, each line evaluated by the evaluator of simulated-script.ts), answers support
  * scripts (`scripts/run`, see simulated-script.ts), reports an iroh
  * endpoint id and a WireGuard key, health reports (when asked, or every `healthEveryMs`), a location, log lines
  * (`logsPerSecond`, when the product enables logging), and "installs" updates: it downloads the firmware, reports progress, and reconnects running it.
@@ -267,6 +268,8 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   readonly sent = { logLines: 0, healthReports: 0, locations: 0, identityReports: 0 };
   /** The client certificate, key and server CA of an mTLS device (loaded before its first connection). */
   private tls: { cert: string; key: string; ca?: string } | null = null;
+  /** The remote IEx of the current connection (a new one each time the console channel joins). */
+  private console = this.newConsole();
   /** Sees every frame the device receives, before the device acts on it (load tests time `update` frames). */
   onReceive: ((topic: string, event: string) => void) | null = null;
 
@@ -503,6 +506,10 @@ export class SimulatedDevice implements DeviceUpdateCounters {
         return;
       }
       this.joinRefs.set(joined, ref);
+      if (joined === 'console') {
+        this.console = this.newConsole();
+        this.push('console', 'up', { data: this.console.prompt });
+      }
       if (joined === 'extensions') {
         const offered = (payload as { response?: unknown }).response;
         if (Array.isArray(offered)) this.attachExtensions(offered.filter((k) => typeof k === 'string'));
@@ -538,7 +545,10 @@ export class SimulatedDevice implements DeviceUpdateCounters {
         this.push('extensions', 'geo:location:update', simulatedLocation(this.identifier));
         return;
       case 'console/dn':
-        if (typeof payload.data === 'string') this.push('console', 'up', { data: payload.data });
+        if (typeof payload.data === 'string') {
+          const output = this.console.input(payload.data);
+          if (output !== '') this.push('console', 'up', { data: output });
+        }
         return;
       case 'device/scripts/run':
         // As NervesHubLink's support scripts manager: the answer is a push of the same event with the same ref.
@@ -559,6 +569,10 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       default:
         return;
     }
+  }
+
+  private newConsole(): SimulatedConsole {
+    return new SimulatedConsole(() => ({ identifier: this.identifier, kv: firmwareKv(this.firmware) }));
   }
 
   private runScript(text: string): ScriptAnswer {

@@ -133,9 +133,8 @@ describe('the operator console in Chromium', () => {
     expect(new URL(page.url()).searchParams.get('tags')).toBe('beta');
     await page.getByRole('button', { name: 'Identifier' }).click(); // already ascending: now descending
     await page.waitForURL(/dir=desc/);
-    await page.waitForFunction(
-      "document.querySelector('table.devices tbody tr th')?.textContent === 'gw-0060'",
-    );
+    // A locator, not a string for waitForFunction: polling a string means eval, which the console's CSP refuses.
+    await page.locator('table.devices tbody tr:first-child th', { hasText: /^gw-0060$/ }).waitFor();
     await screenshot(page, 'console-devices');
 
     // The URL is the list: opened anew (shared), it shows the same devices.

@@ -27,7 +27,11 @@ export async function seriousViolations(page: Page): Promise<string[]> {
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
-/** A page that records what the browser refused or failed: CSP violations, failed requests, script errors. */
+/**
+ * A page that records what the browser refused or failed: CSP violations (Chromium reports them as console
+ * errors), failed requests, script errors. A live event stream closed by its page (the request aborted) is not a
+ * failure.
+ */
 export async function watchedPage(context: BrowserContext, problems: string[]): Promise<Page> {
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -36,7 +40,10 @@ export async function watchedPage(context: BrowserContext, problems: string[]): 
     if (message.type() === 'error' && !/status of 4\d\d/.test(message.text())) problems.push(message.text());
   });
   page.on('pageerror', (error) => problems.push(error.message));
-  page.on('requestfailed', (request) => problems.push(`failed: ${request.url()}`));
+  page.on('requestfailed', (request) => {
+    if (/\/events(\?|$)/.test(request.url()) && request.failure()?.errorText === 'net::ERR_ABORTED') return;
+    problems.push(`failed: ${request.url()}`);
+  });
   return page;
 }
 

@@ -2,7 +2,14 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
 import { ErrorAlert, Status } from '../components/alert';
+import { DeviceConsole } from '../components/device-console';
+import { DeviceHealth } from '../components/device-health';
+import { DeviceIdentities } from '../components/device-identities';
+import { DeviceLogs } from '../components/device-logs';
+import { DeviceUpdate } from '../components/device-update';
 import { Link } from '../components/link';
+import { LiveBadge } from '../components/live-badge';
+import { useLiveEvent, useLiveStream } from '../live';
 import { navigate, seg } from '../router';
 import { allows, type Role } from '../session';
 
@@ -12,7 +19,11 @@ type Extensions = components['schemas']['ExtensionSettingsView'];
 const when = (timestamp: string | null) =>
   timestamp === null ? 'never' : new Date(timestamp).toLocaleString();
 
-/** One device: who it is, what it runs, how it is connected; its description, tags, opt-outs and actions. */
+/**
+ * One device: who it is, what it runs, how it is connected (live), its update as it goes, its console, logs,
+ * health, location, network identities and certificates; its description, tags, opt-outs and actions. One event
+ * stream (the product's, with this device's console and logs) feeds every live part.
+ */
 export function DevicePage(props: {
   org: string;
   product: string;
@@ -29,6 +40,33 @@ export function DevicePage(props: {
   const [tags, setTags] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
+  const { live, state, reopened } = useLiveStream(org, product, identifier);
+
+  useLiveEvent(live, 'device.connection', (change) => {
+    if (change.identifier !== identifier) return;
+    setDevice((shown) =>
+      shown === null
+        ? null
+        : {
+            ...shown,
+            connection_status: change.connection_status,
+            online: change.connection_status === 'connected',
+            last_communication: change.at,
+          },
+    );
+  });
+  // The device reports its new firmware when it comes back from an update: read it again.
+  useLiveEvent(live, 'device.update', (update) => {
+    if (update.identifier === identifier && update.status === 'updated') reload();
+  });
+
+  const reload = () => {
+    void api
+      .GET('/api/orgs/{org_name}/products/{product_name}/devices/{identifier}', { params: { path } })
+      .then(({ data }) => {
+        if (data) setDevice(data.data);
+      });
+  };
 
   const show = (shown: Device) => {
     setDevice(shown);
@@ -54,7 +92,7 @@ export function DevicePage(props: {
     return () => {
       newest = false;
     };
-  }, [org, product, identifier]);
+  }, [org, product, identifier, reopened]);
 
   const save = async (event: Event) => {
     event.preventDefault();
@@ -124,13 +162,14 @@ export function DevicePage(props: {
         <Link href={list}>{product} devices</Link>
       </p>
       <h1>{identifier}</h1>
+      <LiveBadge state={state} />
       <ErrorAlert message={error} />
       <Status message={status} />
       {device !== null && (
         <>
           <dl class="facts">
             <dt>Connection</dt>
-            <dd>
+            <dd id="device-connection" data-connection={device.connection_status}>
               <span class={`dot ${device.connection_status}`} aria-hidden="true" />
               {device.connection_status.replace('_', ' ')}
             </dd>
@@ -170,6 +209,23 @@ export function DevicePage(props: {
               </button>
             </div>
           )}
+          <DeviceUpdate
+            org={org}
+            product={product}
+            identifier={identifier}
+            live={live}
+            canManage={canManage}
+          />
+          <DeviceConsole
+            org={org}
+            product={product}
+            identifier={identifier}
+            live={live}
+            canType={canManage}
+          />
+          <DeviceLogs org={org} product={product} identifier={identifier} live={live} reopened={reopened} />
+          <DeviceHealth org={org} product={product} identifier={identifier} />
+          <DeviceIdentities org={org} product={product} identifier={identifier} />
           <form onSubmit={(event) => void save(event)}>
             <fieldset disabled={!canManage}>
               <legend>Description and tags</legend>

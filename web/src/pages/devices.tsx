@@ -3,6 +3,8 @@ import { api, errorText } from '../api/client';
 import type { components, operations } from '../api/schema';
 import { ErrorAlert } from '../components/alert';
 import { Link } from '../components/link';
+import { LiveBadge } from '../components/live-badge';
+import { useLiveEvent, useLiveStream } from '../live';
 import { ProductNav } from '../components/product-nav';
 import { navigate, seg } from '../router';
 
@@ -55,6 +57,23 @@ export function Devices(props: { org: string; product: string; search: URLSearch
   const [error, setError] = useState<string | null>(null);
   const [draft, setDraft] = useState<Record<string, string>>({});
   const key = search.toString();
+  // Rows follow their devices' connections as they change; after a reconnection the page is read again.
+  const { live, state, reopened } = useLiveStream(org, product);
+  useLiveEvent(live, 'device.connection', (change) =>
+    setDevices(
+      (shown) =>
+        shown?.map((device) =>
+          device.identifier === change.identifier
+            ? {
+                ...device,
+                connection_status: change.connection_status,
+                online: change.connection_status === 'connected',
+                last_communication: change.at,
+              }
+            : device,
+        ) ?? null,
+    ),
+  );
 
   useEffect(() => {
     setDraft(
@@ -79,7 +98,7 @@ export function Devices(props: { org: string; product: string; search: URLSearch
     return () => {
       newest = false;
     };
-  }, [org, product, key]);
+  }, [org, product, key, reopened]);
 
   /** Goes to the list with these URL parameters changed (empty: removed); a filter change starts at page 1. */
   const go = (changes: Record<string, string>) => {
@@ -119,6 +138,7 @@ export function Devices(props: { org: string; product: string; search: URLSearch
     <>
       <h1>{product}</h1>
       <ProductNav org={org} product={product} current="devices" />
+      <LiveBadge state={state} />
       <form
         class="filters"
         aria-label="Filter devices"
@@ -186,11 +206,11 @@ export function Devices(props: { org: string; product: string; search: URLSearch
           </thead>
           <tbody>
             {devices.map((device) => (
-              <tr key={device.identifier}>
+              <tr key={device.identifier} data-connection={device.connection_status}>
                 <th scope="row">
                   <Link href={`${base}/${seg(device.identifier)}`}>{device.identifier}</Link>
                 </th>
-                <td>
+                <td class="connection">
                   <span class={`dot ${device.connection_status}`} aria-hidden="true" />
                   {device.connection_status.replace('_', ' ')}
                 </td>
