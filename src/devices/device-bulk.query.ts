@@ -159,8 +159,8 @@ function countersSql(change: BulkChange, param: (value: unknown) => string): str
  * computed from what it holds then: concurrent tag changes add up instead of overwriting each other.
  *
  * Answers one row: `matched` (selected), `written` (rows updated), `over_limit` (`add_tags`: devices that would
- * carry more than `maxTags`; when any, nothing is changed), `ids` (the locked, changed devices) and `connected`
- * (those of them that are connected).
+ * carry more than `maxTags`; when any, nothing is changed), `ids` and `identifiers` (the locked, changed devices,
+ * in id order) and `connected` (the ids of those of them that are connected).
  */
 export function bulkChangeSql(
   productId: string,
@@ -181,7 +181,7 @@ export function bulkChangeSql(
   const sql = `
     WITH matched AS (SELECT count(*)::int AS n FROM devices d WHERE ${where}),
          target AS MATERIALIZED (
-           SELECT d.id, d.tags, d.connection_status FROM devices d
+           SELECT d.id, d.identifier, d.tags, d.connection_status FROM devices d
             WHERE ${where} AND ${changes} ORDER BY d.id FOR NO KEY UPDATE
          ),
          over AS (${over === null ? 'SELECT 0 AS n' : `SELECT count(*) FILTER (WHERE ${over})::int AS n FROM target`}),
@@ -193,6 +193,7 @@ export function bulkChangeSql(
     SELECT (SELECT n FROM matched) AS matched, over.n AS over_limit,
            (SELECT count(*)::int FROM changed) AS written,
            COALESCE((SELECT array_agg(id ORDER BY id) FROM target WHERE over.n = 0), '{}') AS ids,
+           COALESCE((SELECT array_agg(identifier ORDER BY id) FROM target WHERE over.n = 0), '{}') AS identifiers,
            COALESCE((SELECT array_agg(id ORDER BY id) FROM target
                       WHERE over.n = 0 AND connection_status = 'connected'), '{}') AS connected
       FROM over`;

@@ -12,6 +12,7 @@ import { DeploymentMembershipService } from '../deployments/deployment-membershi
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
 import { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
+import { LiveEvents } from '../live/live-events';
 import { MembershipsRepository } from '../orgs/memberships.repository';
 import { OrgsService } from '../orgs/orgs.service';
 import type { ProductRecord } from '../products/product-record';
@@ -75,6 +76,7 @@ export class DeviceBulkService {
     private readonly memberships: MembershipsRepository,
     private readonly pendingUpdates: PendingUpdatesRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
+    private readonly live: LiveEvents,
   ) {}
 
   async apply(
@@ -122,7 +124,7 @@ export class DeviceBulkService {
         totals.matched += result.done.matched;
         totals.changed += changedBy(plan, result.done);
         next = result.after;
-        await this.notify(plan, result.done);
+        await this.notify(product, plan, result.done);
       }
     } catch (err) {
       // Windows already committed stay changed: the audit log says so, with what they changed.
@@ -259,8 +261,16 @@ export class DeviceBulkService {
     }
   }
 
-  /** After a window's commit, what the gateway must do for its devices (in a few bus messages, not one each). */
-  private async notify(plan: Plan, done: BulkChangeResult): Promise<void> {
+  /**
+   * After a window's commit, what the gateway must do for its devices (in a few bus messages, not one each), and
+   * the live events an upgrade makes (as for one device: the update is pending).
+   */
+  private async notify(product: ProductRecord, plan: Plan, done: BulkChangeResult): Promise<void> {
+    if (plan.action === 'upgrade' && this.live.wantsProduct(product.id)) {
+      for (const identifier of done.identifiers) {
+        this.live.deviceUpdate({ productId: product.id, identifier }, 'pending', null, plan.uuid);
+      }
+    }
     if (done.connected.length === 0) return;
     if (plan.action === 'upgrade') await this.updates.pendingUpdatesChanged(done.connected);
     // Moved devices join again, under their new product.

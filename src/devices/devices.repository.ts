@@ -99,6 +99,8 @@ export interface BulkChangeResult {
   overLimit: number;
   /** The devices changed (locked and changed; for an upgrade, every selected one), by id. */
   ids: string[];
+  /** Their identifiers, in the same order. */
+  identifiers: string[];
   /** Those of them that are connected. */
   connected: string[];
 }
@@ -620,7 +622,14 @@ export class DevicesRepository {
     const { sql, params } = bulkChangeSql(productId, selection, change, window);
     await tx.query(`SELECT set_config($1, $2, true)`, [COUNTS_BY_STATEMENT.name, COUNTS_BY_STATEMENT.value]);
     const [row] = await tx.query<
-      { matched: number; written: number; over_limit: number; ids: string[]; connected: string[] }[]
+      {
+        matched: number;
+        written: number;
+        over_limit: number;
+        ids: string[];
+        identifiers: string[];
+        connected: string[];
+      }[]
     >(sql, params);
     // Only this statement: anything else in the transaction counts through the trigger again.
     await tx.query(`SELECT set_config($1, '', true)`, [COUNTS_BY_STATEMENT.name]);
@@ -629,6 +638,7 @@ export class DevicesRepository {
       written: row.written,
       overLimit: row.over_limit,
       ids: row.ids.map(String),
+      identifiers: row.identifiers,
       connected: row.connected.map(String),
     };
   }
