@@ -5,13 +5,16 @@ import { Link } from './link';
 export function ProductNav(props: {
   org: string;
   product: string;
-  current: 'devices' | 'firmware' | 'scripts' | 'settings';
+  current: 'devices' | 'deployments' | 'firmware' | 'scripts' | 'settings';
 }) {
   const base = `/orgs/${seg(props.org)}/products/${seg(props.product)}`;
   return (
     <nav class="tabs" aria-label={`Product ${props.product}`}>
       <Link href={`${base}/devices`} current={props.current === 'devices'}>
         Devices
+      </Link>
+      <Link href={`${base}/deployments`} current={props.current === 'deployments'}>
+        Deployment groups
       </Link>
       <Link href={`${base}/firmware`} current={props.current === 'firmware'}>
         Firmware
