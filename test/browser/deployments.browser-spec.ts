@@ -54,6 +54,8 @@ async function signIn(page: Page, url: string, user: TestUser): Promise<void> {
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  // The products page, where sign-in leads, has loaded: leaving it now aborts no request.
+  await page.getByRole('link', { name: 'fleet', exact: true }).waitFor();
 }
 
 /** The number a rollout count shows (`Devices`, `Updated`, ...). */
