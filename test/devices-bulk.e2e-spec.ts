@@ -10,6 +10,7 @@ import {
   ROLE_TOO_LOW,
 } from './support/contract-bodies';
 import { DeviceSocketClient } from './support/device-socket-client';
+import { EventStreamClient } from './support/event-stream-client';
 import { FakeAuthenticator } from './support/fake-authenticator';
 import type { TestUser, UploadedFirmware } from './support/fixtures';
 import { unique } from './support/fixtures';
@@ -323,6 +324,30 @@ describe('POST .../devices/bulk', () => {
       expect(entry.details).toMatchObject({ firmware_uuid: firmware.uuid, matched: 3, changed: 3 });
     });
 
+    it("the product's live events say each device's update is pending", async () => {
+      const watched = await productWith(2);
+      const target = await a.fixtures.firmware(ada, org, watched, { version: '3.0.0' });
+      const stream = await EventStreamClient.open(
+        `${urlA}/api/orgs/${org}/products/${watched}/events`,
+        ada.auth,
+      );
+      try {
+        expect(stream.status).toBe(200);
+        await bulk(watched, { action: 'upgrade', filters: {}, uuid: target.uuid }).expect(200);
+        for (const identifier of [`${watched}-01`, `${watched}-02`]) {
+          const event = await stream.nextOf('device.update', (data) => data.identifier === identifier);
+          expect(event.data).toEqual({
+            identifier,
+            status: 'pending',
+            progress: null,
+            firmware_uuid: target.uuid,
+          });
+        }
+      } finally {
+        stream.close();
+      }
+    });
+
     it('a uuid that is not a firmware of the product is a 422, and nothing changes', async () => {
       const elsewhere = await productWith(1);
       const foreign = await a.fixtures.firmware(ada, org, elsewhere, { version: '9.0.0' });
@@ -389,6 +414,39 @@ describe('POST .../devices/bulk', () => {
       const again = await DeviceSocketClient.connect(urlA, { 'x-test-device': `${p}-02` });
       clients.push(again);
       expect((await again.join('device', JOIN))[4]).toMatchObject({ status: 'ok' });
+    });
+
+    it('moved devices leave their deployment group', async () => {
+      const p = await productWith(2);
+      const target = await a.fixtures.product(ada, org, unique('target-'));
+      const firmware = await a.fixtures.firmware(ada, org, p);
+      await a
+        .http()
+        .post(`/api/orgs/${org}/products/${p}/deployments`)
+        .set(ada.auth)
+        .send({ name: 'all', firmware: firmware.uuid, conditions: {} })
+        .expect(201);
+      // A group takes devices that reported firmware; no API does that: its membership, as the join writes it.
+      await a.db.query(
+        `INSERT INTO deployment_group_members (device_id, deployment_group_id)
+         SELECT d.id, g.id FROM devices d JOIN products p ON p.id = d.product_id, deployment_groups g
+          WHERE p.name = $1 AND g.product_id = p.id`,
+        [p],
+      );
+      await bulk(p, {
+        action: 'move',
+        identifiers: [`${p}-01`],
+        new_org_name: org,
+        new_product_name: target,
+      }).expect(200);
+      const group = await a
+        .http()
+        .get(`/api/orgs/${org}/products/${p}/deployments/all`)
+        .set(ada.auth)
+        .expect(200);
+      expect(group.body.data.device_count).toBe(1);
+      const moved = await a.http().get(`/api/devices/${p}-01`).set(ada.auth).expect(200);
+      expect(moved.body.data).toMatchObject({ product_name: target, deployment_group: null });
     });
 
     it('needs manage on the target; the same product is a 422', async () => {

@@ -75,7 +75,11 @@ export function DeploymentPage(props: {
     if (history.data) setReleases(history.data.data);
   };
 
-  const loadDevices = async (pageNumber = page) => {
+  /** The page shown, for reloads a timer or an event starts (their closure may be older than the page). */
+  const shownPage = useRef(page);
+  shownPage.current = page;
+
+  const loadDevices = async (pageNumber = shownPage.current) => {
     reload.current.last = Date.now();
     const { data } = await api.GET('/api/orgs/{org_name}/products/{product_name}/devices', {
       params: {
@@ -117,6 +121,7 @@ export function DeploymentPage(props: {
     };
   }, [org, product, name]);
   useEffect(() => {
+    setUpdates({});
     void loadDevices(page);
   }, [org, product, name, page]);
 
@@ -129,11 +134,11 @@ export function DeploymentPage(props: {
       });
     },
     update: (event) => {
+      // Only the devices shown are followed: a product's other updates would grow the page's memory for nothing.
+      if (!devices?.some((d) => d.identifier === event.identifier)) return;
       setUpdates((known) => ({ ...known, [event.identifier]: event }));
       // A device that came back on the new firmware shows its new version.
-      if (event.status === 'updated' && devices?.some((d) => d.identifier === event.identifier)) {
-        reloadDevicesSoon();
-      }
+      if (event.status === 'updated') reloadDevicesSoon();
     },
     connection: (event) =>
       setDevices((shown) =>
