@@ -15,6 +15,7 @@ import { DeviceCertificateAuthority1795765616794 } from './1795765616794-DeviceC
 import { NervesHubParity1795767991740 } from './1795767991740-NervesHubParity';
 import { BrowserSessions1795913691329 } from './1795913691329-BrowserSessions';
 import { EventStreams1795923198058 } from './1795923198058-EventStreams';
+import { BulkDeviceCounts1795924907655 } from './1795924907655-BulkDeviceCounts';
 import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
@@ -36,5 +37,6 @@ export const MIGRATIONS: Function[] = [
   NervesHubParity1795767991740,
   BrowserSessions1795913691329,
   EventStreams1795923198058,
+  BulkDeviceCounts1795924907655,
   FleetOverview1795926094061,
 ];

@@ -389,6 +389,11 @@ export class DeploymentGroupsRepository {
     return rows[0]?.deployment_group_id ?? null;
   }
 
+  /** Takes these devices out of their deployment groups (they are moving to another product), in one statement. */
+  async removeDevices(deviceIds: readonly string[], tx: Queryable): Promise<void> {
+    await tx.query(`DELETE FROM deployment_group_members WHERE device_id = ANY($1::bigint[])`, [deviceIds]);
+  }
+
   /**
    * Moves the device from group `from` to group `to` (either null), unless its membership changed meanwhile
    * (compare-and-set), in one statement. It takes the shared side of the product's membership lock before it
@@ -448,24 +453,24 @@ export class DeploymentGroupsRepository {
   }
 
   /**
-   * Devices of the product (or the one device `deviceId`) leave the unlocked groups among `groups` whose
+   * Devices of the product (or those among `deviceIds`) leave the unlocked groups among `groups` whose
    * conditions they no longer meet; one statement. Answers how many left.
    */
   async releaseMismatched(
     productId: string,
     groups: MembershipGroup[],
-    deviceId: string | null,
+    deviceIds: readonly string[] | null,
     tx: Queryable,
   ): Promise<number> {
     const unlocked = groups.filter((group) => !group.lock_device_membership);
     if (unlocked.length === 0) return 0;
-    const params: unknown[] = [productId, unlocked.map((group) => group.id), deviceId];
+    const params: unknown[] = [productId, unlocked.map((group) => group.id), deviceIds];
     const version = versionCase(unlocked, params);
     const [, count] = await tx.query<[unknown, number]>(
       `DELETE FROM deployment_group_members m
         USING devices d, deployment_groups g
         WHERE m.deployment_group_id = ANY($2::bigint[]) AND d.id = m.device_id AND d.product_id = $1
-          AND g.id = m.deployment_group_id AND ($3::bigint IS NULL OR d.id = $3)
+          AND g.id = m.deployment_group_id AND ($3::bigint[] IS NULL OR d.id = ANY($3::bigint[]))
           AND NOT COALESCE((${MATCHES_FIRMWARE_AND_TAGS}) AND ${version}, FALSE)`,
       params,
     );
@@ -473,7 +478,7 @@ export class DeploymentGroupsRepository {
   }
 
   /**
-   * Devices of the product (or the one device `deviceId`) without a group join their best matching group among
+   * Devices of the product (or those among `deviceIds`) without a group join their best matching group among
    * `groups` that are active and unlocked: the highest current-release firmware version, then the most matching
    * tags, then the oldest group. One statement; answers how many joined. Under the product's membership lock
    * (`lockMembershipGroups`), so no one else adds a membership meanwhile: a plain insert, a quarter cheaper than
@@ -482,12 +487,12 @@ export class DeploymentGroupsRepository {
   async assignBestMatches(
     productId: string,
     groups: MembershipGroup[],
-    deviceId: string | null,
+    deviceIds: readonly string[] | null,
     tx: Queryable,
   ): Promise<number> {
     const open = groups.filter((group) => group.is_active && !group.lock_device_membership);
     if (open.length === 0) return 0;
-    const params: unknown[] = [productId, open.map((group) => group.id), deviceId];
+    const params: unknown[] = [productId, open.map((group) => group.id), deviceIds];
     const version = versionCase(open, params);
     const rows = await tx.query<{ n: number }[]>(
       `WITH g AS MATERIALIZED (
@@ -509,7 +514,8 @@ export class DeploymentGroupsRepository {
                        g.id
               LIMIT 1
            ) best
-          WHERE d.product_id = $1 AND d.firmware_platform IS NOT NULL AND ($3::bigint IS NULL OR d.id = $3)
+          WHERE d.product_id = $1 AND d.firmware_platform IS NOT NULL
+            AND ($3::bigint[] IS NULL OR d.id = ANY($3::bigint[]))
             AND NOT EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.device_id = d.id)
        ), inserted AS (
          INSERT INTO deployment_group_members (device_id, deployment_group_id)

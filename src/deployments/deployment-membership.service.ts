@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Queryable } from '../database/transactions';
+import type { Queryable, Tx } from '../database/transactions';
 import { DeploymentEvents } from './deployment-events';
 import {
   type MembershipGroup,
@@ -104,6 +104,32 @@ export class DeploymentMembershipService {
           ? await this.groups.assignBestMatches(productId, [group], null, tx)
           : 0;
     return { left, joined };
+  }
+
+  /**
+   * After a bulk tag change of `deviceIds` (in `tx`, the change's): those devices leave the groups they no longer
+   * match and those without a group join their best match, set-wise, under the product's membership lock; the
+   * orchestrator looks at the product's groups again once `tx` commits. Answers how many left and joined.
+   */
+  async recomputeDevices(
+    productId: string,
+    deviceIds: readonly string[],
+    tx: Tx,
+  ): Promise<{ left: number; joined: number }> {
+    if (deviceIds.length === 0) return { left: 0, joined: 0 };
+    const groups = await this.groups.lockMembershipGroups(productId, tx);
+    if (groups.length === 0) return { left: 0, joined: 0 };
+    const left = await this.groups.releaseMismatched(productId, groups, deviceIds, tx);
+    const joined = await this.groups.assignBestMatches(productId, groups, deviceIds, tx);
+    if (left + joined > 0) {
+      for (const group of groups) await this.events.groupChanged(group.id, tx);
+    }
+    return { left, joined };
+  }
+
+  /** Devices moving to another product leave their groups (in `tx`, the move's). */
+  leaveForMoveMany(deviceIds: readonly string[], tx: Queryable): Promise<void> {
+    return this.groups.removeDevices(deviceIds, tx);
   }
 
   /** A device moving to another product leaves its group (in `tx`, the move's); the group it left, if any. */

@@ -20,6 +20,12 @@ export abstract class DeviceCommands {
    * device connects again (to whichever instance the load balancer picks).
    */
   abstract run(deviceId: string, command: DeviceCommand): Promise<boolean>;
+
+  /**
+   * Closes the sockets of these devices wherever they are held (a bulk move: they connect again under their new
+   * product); a device without a socket is skipped. Resolves once the requests are sent, not answered.
+   */
+  abstract reconnectMany(deviceIds: readonly string[]): Promise<void>;
 }
 
 /**
@@ -33,4 +39,7 @@ export abstract class DeviceScripts {
 /** How the API tells the device side that a device has a new pending update (pushed at once if connected). */
 export abstract class UpdateNotifier {
   abstract pendingUpdateChanged(deviceId: string): Promise<void>;
+
+  /** The same for many devices at once (a bulk upgrade): a few bus messages, not one per device. */
+  abstract pendingUpdatesChanged(deviceIds: readonly string[]): Promise<void>;
 }

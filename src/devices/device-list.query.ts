@@ -128,6 +128,34 @@ export function parseDeviceListQuery(query: RawQuery): DeviceListQuery {
   return { sort, direction, page, filters };
 }
 
+/**
+ * The list's filters given as a JSON object (the bulk route's `filters`): the same names, values and refusals as
+ * the query string's `filters[...]`, each 422 naming `filters.<name>`. Booleans and numbers are read as the
+ * query string would carry them (`true`, `30`); null means "no filter".
+ */
+export function parseDeviceFilters(given: Record<string, unknown>): DeviceListQuery['filters'] {
+  const query: RawQuery = {};
+  for (const [name, value] of Object.entries(given)) {
+    if (value === null || value === undefined) continue;
+    if (typeof value !== 'string' && typeof value !== 'boolean' && typeof value !== 'number') {
+      throw DomainError.invalidField(`filters.${name}`, 'must be a string');
+    }
+    query[`filters[${name}]`] = String(value);
+  }
+  try {
+    return parseDeviceListQuery(query).filters;
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    const fields = Object.fromEntries(
+      Object.entries(err.fields).map(([key, messages]) => [
+        key.replace(/^filters\[(.*)\]$/, 'filters.$1'),
+        messages,
+      ]),
+    );
+    throw DomainError.invalid(fields);
+  }
+}
+
 /** A LIKE pattern matching `text` anywhere, with `%`, `_` and `\` in it matching themselves. */
 function likeContains(text: string): string {
   return `%${escapeLike(text)}%`;

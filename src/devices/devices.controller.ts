@@ -30,7 +30,9 @@ import {
 } from '../common/extensions/extension-settings.dto';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_SORTS } from './device-list.query';
+import { DeviceBulkService } from './device-bulk.service';
 import { DevicesService } from './devices.service';
+import { BulkDevicesDto, BulkDevicesResultView } from './dto/bulk-devices.dto';
 import { type DeviceListQuery, DeviceListQueryPipe } from './dto/list-devices.query';
 import {
   CertificateUnauthorizedBody,
@@ -118,7 +120,10 @@ const DeviceListQueryDocs = () =>
 @Controller('api/orgs/:org_name/products/:product_name/devices')
 @RendersNervesHubTags()
 export class DevicesController {
-  constructor(private readonly devices: DevicesService) {}
+  constructor(
+    private readonly devices: DevicesService,
+    private readonly bulk: DeviceBulkService,
+  ) {}
 
   @Post()
   @Route('devices.create')
@@ -159,6 +164,39 @@ export class DevicesController {
     @Query(DeviceListQueryPipe) query: DeviceListQuery,
   ) {
     return this.devices.list(access, product, query);
+  }
+
+  // Before the `:identifier` routes; none of them is a one-segment POST, so `bulk` is never an identifier here.
+  @Post('bulk')
+  @Route('devices.bulk')
+  @ApiOperationDoc({
+    summary: 'Change many devices at once',
+    description:
+      'Extension of 2.0.0 (NervesHub does this in its web UI only). One `action` on the devices named by ' +
+      '`identifiers` (at most 1,000; unknown ones are skipped) or on every device matching `filters` (the device ' +
+      "list's filters, any number of devices): `add_tags` and `remove_tags` (`tags`), `enable_updates`, " +
+      '`disable_updates`, `clear_penalty_box` (as `DELETE .../penalty`), `upgrade` (`uuid`: as `POST ' +
+      '.../upgrade`, each device gets the update and leaves automatic updates) and `move` (`new_org_name`, ' +
+      '`new_product_name`: as `POST .../move`; manage on the target organization too). Answers how many ' +
+      'devices it selected and changed.\n\n' +
+      'Identifiers are changed in one transaction. Filters are applied in windows of 5,000 device ids, each in a ' +
+      'transaction of its own, so that devices are never held locked for long: a device that comes to match the ' +
+      'filter while the request runs may be left out, one that stops matching is left alone, and a request that ' +
+      'fails part way leaves the windows done changed (the audit entry says `interrupted`); sending it again ' +
+      "finishes it. The request is not cut off by the server's request timeout (a million devices take minutes). " +
+      'Deployment group membership follows tag changes; connected devices get an upgrade at once and moved ' +
+      'devices reconnect under their new product. One audit entry per request (`device.bulk_<action>`, on the ' +
+      'product, with the selection and the counts).',
+    data: BulkDevicesResultView,
+    errors: [400, 413, 422],
+  })
+  @HttpCode(200)
+  bulkChange(
+    @CurrentAccess() access: OrgAccess,
+    @Param('product_name') product: string,
+    @Body() body: BulkDevicesDto,
+  ) {
+    return this.bulk.apply(access, product, body);
   }
 
   // Before the `:identifier` routes; none of them is a one-segment POST anyway, so `auth` is never an identifier here.

@@ -13,6 +13,7 @@ import { ScriptsModule } from '../scripts/scripts.module';
 import { ProductsModule } from '../products/products.module';
 import { DeviceRecordsModule } from './device-records.module';
 import { DevicesController, DevicesShortController } from './devices.controller';
+import { DeviceBulkService } from './device-bulk.service';
 import { DevicesService } from './devices.service';
 
 @Module({
@@ -33,7 +34,7 @@ import { DevicesService } from './devices.service';
     LiveEventsModule,
   ],
   controllers: [DevicesController, DevicesShortController, DeviceImportsController],
-  providers: [DevicesService, DeviceImportsRepository, DeviceImportsService],
+  providers: [DevicesService, DeviceBulkService, DeviceImportsRepository, DeviceImportsService],
   exports: [DevicesService],
 })
 export class DevicesModule {}

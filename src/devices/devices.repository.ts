@@ -6,6 +6,15 @@ import { PreparedStatement, readRows, writeRows } from '../database/read-rows';
 import type { Queryable, Tx } from '../database/transactions';
 import { semverSortKey } from '../firmware/fwup/semver-sort-key';
 import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from '../firmware/pending-update-view';
+import {
+  type BulkChange,
+  bulkChangeSql,
+  type BulkSelection,
+  COUNTS_BY_STATEMENT,
+  type IdWindow,
+  overTagLimitSql,
+  NEXT_DEVICE_ID_SQL,
+} from './device-bulk.query';
 import { deviceCountSql, type DeviceListQuery, deviceListSql, devicePageSql } from './device-list.query';
 import { DEVICE_COLUMNS, DEVICE_FROM, type DeviceRow } from './device-view';
 import { Device, type FirmwareMetadata } from './device.entity';
@@ -79,6 +88,22 @@ function versionKey(metadata: FirmwareMetadata | null): string | null {
 }
 
 export type DeviceChanges = Partial<Pick<Device, 'description' | 'tags' | 'updatesEnabled'>>;
+
+/** What one statement of a bulk change did (device-bulk.query.ts). */
+export interface BulkChangeResult {
+  /** Devices the selection named (within the window). */
+  matched: number;
+  /** Rows written. */
+  written: number;
+  /** `add_tags`: devices that would have carried too many tags (then nothing changed). */
+  overLimit: number;
+  /** The devices changed (locked and changed; for an upgrade, every selected one), by id. */
+  ids: string[];
+  /** Their identifiers, in the same order. */
+  identifiers: string[];
+  /** Those of them that are connected. */
+  connected: string[];
+}
 
 /** The `devices` table and the device counters its triggers keep (`product_device_counts`, `product_tag_counts`). */
 @Injectable()
@@ -568,5 +593,65 @@ export class DevicesRepository {
   async clearUpdateAttempts(id: string, tx: Queryable = this.db): Promise<void> {
     if (tx === this.db) await writeRows(this.db, CLEAR_UPDATE_ATTEMPTS, [id]);
     else await tx.query(CLEAR_UPDATE_ATTEMPTS.text, [id]);
+  }
+
+  /**
+   * The id of the product's first device after `after` (from the first when null), or null when there is none:
+   * where a bulk change's next window of ids starts.
+   */
+  async firstIdAfter(
+    productId: string,
+    after: string | null,
+    tx: Queryable = this.db,
+  ): Promise<string | null> {
+    const [row] = await tx.query<{ id: string | null }[]>(NEXT_DEVICE_ID_SQL, [productId, after]);
+    return row?.id ?? null;
+  }
+
+  /**
+   * One statement of a bulk change of the product's devices (device-bulk.query.ts), in `tx`. The counters' row
+   * trigger skips its rows: the statement writes their deltas itself, once.
+   */
+  async bulkChange(
+    productId: string,
+    selection: BulkSelection,
+    change: BulkChange,
+    window: IdWindow | null,
+    tx: Queryable,
+  ): Promise<BulkChangeResult> {
+    const { sql, params } = bulkChangeSql(productId, selection, change, window);
+    await tx.query(`SELECT set_config($1, $2, true)`, [COUNTS_BY_STATEMENT.name, COUNTS_BY_STATEMENT.value]);
+    const [row] = await tx.query<
+      {
+        matched: number;
+        written: number;
+        over_limit: number;
+        ids: string[];
+        identifiers: string[];
+        connected: string[];
+      }[]
+    >(sql, params);
+    // Only this statement: anything else in the transaction counts through the trigger again.
+    await tx.query(`SELECT set_config($1, '', true)`, [COUNTS_BY_STATEMENT.name]);
+    return {
+      matched: row.matched,
+      written: row.written,
+      overLimit: row.over_limit,
+      ids: row.ids.map(String),
+      identifiers: row.identifiers,
+      connected: row.connected.map(String),
+    };
+  }
+
+  /** How many selected devices would carry more than `maxTags` tags once `tags` are added. */
+  async countOverTagLimit(
+    productId: string,
+    selection: BulkSelection,
+    tags: readonly string[],
+    maxTags: number,
+  ): Promise<number> {
+    const { sql, params } = overTagLimitSql(productId, selection, tags, maxTags);
+    const [row] = await readRows<{ n: number }>(this.db, sql, params);
+    return row.n;
   }
 }

@@ -34,6 +34,16 @@ export class FirmwareRecordsService {
     return this.pendingUpdates.upsert(deviceId, firmwareId, requestedById, tx);
   }
 
+  /** Records the same pending update for many devices (a bulk upgrade), in one statement. */
+  requestUpdates(
+    deviceIds: readonly string[],
+    firmwareId: string,
+    requestedById: string | null,
+    tx: Queryable,
+  ) {
+    return this.pendingUpdates.upsertMany(deviceIds, firmwareId, requestedById, tx);
+  }
+
   /** Which row `requestUpdate` failed on because a concurrent transaction deleted it, if that is what `err` says. */
   deletedUpdateTarget(err: unknown): PendingUpdateTarget | undefined {
     return this.pendingUpdates.deletedTarget(err);

@@ -56,6 +56,27 @@ export class PendingUpdatesRepository {
   }
 
   /**
+   * Records the same update for many devices in one statement (a bulk upgrade), each replacing the device's
+   * previous one as `upsert` does.
+   */
+  async upsertMany(
+    deviceIds: readonly string[],
+    firmwareId: string,
+    requestedById: string | null,
+    tx: Queryable,
+  ): Promise<void> {
+    await tx.query(
+      `INSERT INTO pending_updates (device_id, firmware_id, requested_by_id)
+       SELECT device_id, $2, $3 FROM unnest($1::bigint[]) AS ids(device_id) ORDER BY device_id
+         ON CONFLICT (device_id) DO UPDATE
+           SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
+               inserted_at = now(), delivered_at = NULL,
+               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL`,
+      [deviceIds, firmwareId, requestedById],
+    );
+  }
+
+  /**
    * The row an `upsert` referred to that a concurrent transaction deleted (its foreign key refused the insert once
    * that transaction committed), or undefined when `err` is anything else.
    */
@@ -87,6 +108,11 @@ export class PendingUpdatesRepository {
   /** Deletes the device's pending update, whatever its firmware (the device moves to another product). */
   async deleteForDevice(deviceId: string, tx: Queryable): Promise<void> {
     await tx.query(`DELETE FROM pending_updates WHERE device_id = $1`, [deviceId]);
+  }
+
+  /** Deletes the pending updates of these devices, whatever their firmware (they move to another product). */
+  async deleteForDevices(deviceIds: readonly string[], tx: Queryable): Promise<void> {
+    await tx.query(`DELETE FROM pending_updates WHERE device_id = ANY($1::bigint[])`, [deviceIds]);
   }
 
   /** Deletes the device's pending update to `firmwareId` (the device runs it). */

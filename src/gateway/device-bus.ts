@@ -19,6 +19,13 @@ export type DeviceBusMessage =
    * instance holding each socket pushes the update unless it was already sent.
    */
   | { kind: 'updates'; devices: string[] }
+  /**
+   * These devices' pending updates changed (a bulk upgrade; the envelope's `deviceId` is empty): the instance
+   * holding each socket pushes the update.
+   */
+  | { kind: 'pending'; devices: string[] }
+  /** These devices must connect again (a bulk move; the envelope's `deviceId` is empty): their sockets close. */
+  | { kind: 'reconnects'; devices: string[] }
   /** One chunk of console code for the instance `to`; `part` counts from 0 to `parts - 1`. */
   | { kind: 'console'; to: string; request: string; part: number; parts: number; data: string }
   /** The answer to a console request: whether the code reached a console-joined socket. */

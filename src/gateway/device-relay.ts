@@ -195,6 +195,38 @@ export class DeviceRelay {
   }
 
   /**
+   * Many devices' pending updates changed (a bulk upgrade): pushed at once to the sockets joined here, and in
+   * batches of ids to the other instances, as `pendingUpdateChanged` does for one. A socket here still joining
+   * gets its message back through the bus, once its join is done.
+   */
+  async pendingUpdatesChanged(deviceIds: readonly string[]): Promise<void> {
+    const elsewhere: string[] = [];
+    for (const id of deviceIds) {
+      const conn = this.connections.of(id);
+      if (conn?.topics.has('device')) void conn.enqueue(() => this.device.deliverUpdate(conn));
+      else if (conn || !this.peers.alone) elsewhere.push(id);
+    }
+    for (let i = 0; i < elsewhere.length; i += CLOSES_PER_MESSAGE) {
+      await this.bus.publish('', { kind: 'pending', devices: elsewhere.slice(i, i + CLOSES_PER_MESSAGE) });
+    }
+  }
+
+  /**
+   * Closes the sockets of these devices wherever they are (a bulk move): here at once, elsewhere through batches
+   * of ids on the bus (nothing to send when this instance runs alone).
+   */
+  async reconnectMany(deviceIds: readonly string[]): Promise<void> {
+    const elsewhere: string[] = [];
+    for (const id of deviceIds) {
+      if (!this.commandHere(id, 'reconnect')) elsewhere.push(id);
+    }
+    if (this.peers.alone) return;
+    for (let i = 0; i < elsewhere.length; i += CLOSES_PER_MESSAGE) {
+      await this.bus.publish('', { kind: 'reconnects', devices: elsewhere.slice(i, i + CLOSES_PER_MESSAGE) });
+    }
+  }
+
+  /**
    * Other instances close their sockets of the device. Published at once when no `closes` message is on its
    * way; otherwise gathered until it is sent, then all in one message (a storm costs one NOTIFY per batch, not
    * one per connection, and a lone connection waits for nothing).
@@ -238,6 +270,19 @@ export class DeviceRelay {
           if (conn?.topics.has('device'))
             void conn.enqueue(() => this.device.deliverUpdate(conn, undefined, true));
         }
+        return;
+      }
+      case 'pending': {
+        if (!Array.isArray(message.devices)) return;
+        for (const id of message.devices) {
+          const conn = this.connections.of(String(id));
+          if (conn?.topics.has('device')) void conn.enqueue(() => this.device.deliverUpdate(conn));
+        }
+        return;
+      }
+      case 'reconnects': {
+        if (from === this.instanceId || !Array.isArray(message.devices)) return;
+        for (const id of message.devices) this.commandHere(String(id), 'reconnect');
         return;
       }
       case 'update': {

@@ -30,6 +30,10 @@ export class GatewayDeviceCommands extends DeviceCommands {
   run(deviceId: string, command: DeviceCommand): Promise<boolean> {
     return this.relay.command(deviceId, command);
   }
+
+  reconnectMany(deviceIds: readonly string[]): Promise<void> {
+    return this.relay.reconnectMany(deviceIds);
+  }
 }
 
 /** Support scripts run on the device's socket, on whichever instance holds it. */
@@ -53,5 +57,9 @@ export class GatewayUpdateNotifier extends UpdateNotifier {
 
   pendingUpdateChanged(deviceId: string): Promise<void> {
     return this.relay.pendingUpdateChanged(deviceId);
+  }
+
+  pendingUpdatesChanged(deviceIds: readonly string[]): Promise<void> {
+    return this.relay.pendingUpdatesChanged(deviceIds);
   }
 }

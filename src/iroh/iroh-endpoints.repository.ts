@@ -121,6 +121,14 @@ export class IrohEndpointsRepository {
     ]);
   }
 
+  /** The same for many devices moving to one organization (a bulk move), in one statement. */
+  async moveDevicesEndpoints(deviceIds: readonly string[], orgId: string, tx: Queryable): Promise<void> {
+    await tx.query(
+      `UPDATE iroh_endpoints SET org_id = $2 WHERE device_id = ANY($1::bigint[]) AND org_id <> $2`,
+      [deviceIds, orgId],
+    );
+  }
+
   /** The row holding the key, locked until the transaction ends. */
   async lockHolder(identifier: string, tx: Queryable): Promise<HolderRow | undefined> {
     const [holder]: HolderRow[] = await tx.query(

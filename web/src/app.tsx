@@ -4,6 +4,9 @@ import { Layout } from './components/layout';
 import { Account } from './pages/account';
 import { AuditLog } from './pages/audit';
 import { CaCertificates } from './pages/ca-certificates';
+import { DeploymentPage } from './pages/deployment';
+import { DeploymentForm } from './pages/deployment-form';
+import { Deployments } from './pages/deployments';
 import { DevicePage } from './pages/device';
 import { FirmwarePage } from './pages/firmware';
 import { Devices } from './pages/devices';
@@ -80,7 +83,37 @@ export function App() {
   } else if ((params = match('/orgs/:org/products/:product/devices', path))) {
     ({ org } = params);
     section = 'products';
-    page = <Devices org={params.org} product={params.product} search={search} />;
+    page = <Devices org={params.org} product={params.product} search={search} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product/deployments', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <Deployments org={params.org} product={params.product} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product/new-deployment', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = <DeploymentForm org={params.org} product={params.product} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/products/:product/deployments/:name', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = (
+      <DeploymentPage
+        org={params.org}
+        product={params.product}
+        name={params.name}
+        role={roleIn(params.org)}
+      />
+    );
+  } else if ((params = match('/orgs/:org/products/:product/deployments/:name/edit', path))) {
+    ({ org } = params);
+    section = 'products';
+    page = (
+      <DeploymentForm
+        org={params.org}
+        product={params.product}
+        name={params.name}
+        role={roleIn(params.org)}
+      />
+    );
   } else if ((params = match('/orgs/:org/products/:product/firmware', path))) {
     ({ org } = params);
     section = 'products';

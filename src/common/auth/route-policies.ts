@@ -58,6 +58,7 @@ export const ROUTE_POLICIES = {
   'devices.reboot': { scope: 'org', role: 'manage' },
   'devices.move': { scope: 'org', role: 'manage' },
   'devices.import': { scope: 'org', role: 'manage' },
+  'devices.bulk': { scope: 'org', role: 'manage' },
   'devices.imports.show': { scope: 'org', role: 'view' },
   'devices.reconnect': { scope: 'org', role: 'manage' },
   'devices.penalty': { scope: 'org', role: 'manage' },

@@ -19,6 +19,8 @@ export const REQUEST_TIMEOUT_MS = 15 * 60_000;
 const DOCS_PATH = /^\/api\/docs(\/|$)/;
 /** Firmware transfers may legitimately take minutes: no handler timeout for them. */
 const FIRMWARE_UPLOAD = /^\/api\/orgs\/[^/]+\/products\/[^/]+\/firmwares\/?$/;
+/** A bulk change of devices over a filter: a million devices take minutes, in short transactions. */
+const DEVICES_BULK = /^\/api\/orgs\/[^/]+\/products\/[^/]+\/devices\/bulk\/?$/;
 
 type Header = [name: string, value: string | number | readonly string[]];
 
@@ -217,7 +219,7 @@ export function requestTimeout(
     if (
       timeoutMs <= 0 ||
       !req.url.startsWith('/api/') ||
-      (req.method === 'POST' && FIRMWARE_UPLOAD.test(req.path))
+      (req.method === 'POST' && (FIRMWARE_UPLOAD.test(req.path) || DEVICES_BULK.test(req.path)))
     ) {
       return undefined;
     }

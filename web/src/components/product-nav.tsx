@@ -5,7 +5,7 @@ import { Link } from './link';
 export function ProductNav(props: {
   org: string;
   product: string;
-  current: 'overview' | 'devices' | 'firmware' | 'scripts' | 'settings';
+  current: 'overview' | 'devices' | 'deployments' | 'firmware' | 'scripts' | 'settings';
 }) {
   const base = `/orgs/${seg(props.org)}/products/${seg(props.product)}`;
   return (
@@ -15,6 +15,9 @@ export function ProductNav(props: {
       </Link>
       <Link href={`${base}/devices`} current={props.current === 'devices'}>
         Devices
+      </Link>
+      <Link href={`${base}/deployments`} current={props.current === 'deployments'}>
+        Deployment groups
       </Link>
       <Link href={`${base}/firmware`} current={props.current === 'firmware'}>
         Firmware

@@ -1,12 +1,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components, operations } from '../api/schema';
-import { ErrorAlert } from '../components/alert';
+import { ErrorAlert, Status } from '../components/alert';
 import { Link } from '../components/link';
 import { LiveBadge } from '../components/live-badge';
 import { useLiveEvent, useLiveStream } from '../live';
 import { ProductNav } from '../components/product-nav';
 import { navigate, seg } from '../router';
+import type { Role } from '../session';
+import { allows } from '../session';
+import { BulkActions, type Selection } from './devices-bulk';
 
 type Device = components['schemas']['DeviceView'];
 type Pagination = components['schemas']['PaginationView'];
@@ -29,6 +32,16 @@ const SORTS = ['identifier', 'connection_status', 'last_communication', 'version
 const PAGE_SIZES = [25, 50, 100, 250];
 type FilterName = (typeof TEXT_FILTERS)[number]['name'] | (typeof CHOICE_FILTERS)[number]['name'];
 
+/** The list's filters as the API names them (`filters[name]` → name), from the URL. */
+export function listFilters(search: URLSearchParams): Record<string, string> {
+  const filters: Record<string, string> = {};
+  for (const { name } of [...TEXT_FILTERS, ...CHOICE_FILTERS]) {
+    const value = search.get(name);
+    if (value) filters[name] = value;
+  }
+  return filters;
+}
+
 /** The list's query as the URL holds it. */
 function listQuery(search: URLSearchParams): ListQuery {
   const query: Record<string, string | number> = {};
@@ -48,14 +61,28 @@ function listQuery(search: URLSearchParams): ListQuery {
 const when = (timestamp: string | null) =>
   timestamp === null ? 'never' : new Date(timestamp).toLocaleString();
 
-/** The product's devices: the API's filters and sorts, paged by the server, all of it in the URL. */
-export function Devices(props: { org: string; product: string; search: URLSearchParams }) {
+/**
+ * The product's devices: the API's filters and sorts, paged by the server, all of it in the URL. A manage member
+ * selects devices (rows, the page, or every device the filter matches) and changes them in bulk.
+ */
+export function Devices(props: {
+  org: string;
+  product: string;
+  search: URLSearchParams;
+  role: Role | undefined;
+}) {
   const { org, product, search } = props;
+  const canManage = allows(props.role, 'manage');
   const base = `/orgs/${seg(org)}/products/${seg(product)}/devices`;
   const [devices, setDevices] = useState<Device[] | null>(null);
   const [pagination, setPagination] = useState<Pagination | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [draft, setDraft] = useState<Record<string, string>>({});
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [allMatching, setAllMatching] = useState(false);
+  /** Bumped after a bulk change: the same list, read again. */
+  const [generation, setGeneration] = useState(0);
+  const [notice, setNotice] = useState<string | null>(null);
   const key = search.toString();
   // Rows follow their devices' connections as they change; after a reconnection the page is read again.
   const { live, state, reopened } = useLiveStream(org, product);
@@ -74,6 +101,7 @@ export function Devices(props: { org: string; product: string; search: URLSearch
         ) ?? null,
     ),
   );
+  useEffect(() => setNotice(null), [org, product, key]);
 
   useEffect(() => {
     setDraft(
@@ -82,6 +110,8 @@ export function Devices(props: { org: string; product: string; search: URLSearch
       ),
     );
     setError(null);
+    setSelected(new Set());
+    setAllMatching(false);
     // A later filter or page may answer first: only the newest request's answer is drawn.
     let newest = true;
     void api
@@ -98,7 +128,26 @@ export function Devices(props: { org: string; product: string; search: URLSearch
     return () => {
       newest = false;
     };
-  }, [org, product, key, reopened]);
+  }, [org, product, key, reopened, generation]);
+
+  const toggle = (identifier: string, on: boolean) => {
+    const next = new Set(selected);
+    if (on) next.add(identifier);
+    else next.delete(identifier);
+    setSelected(next);
+    setAllMatching(false);
+  };
+  const pageSelected =
+    devices !== null && devices.length > 0 && devices.every((d) => selected.has(d.identifier));
+  const selectPage = (on: boolean) => {
+    setSelected(on && devices ? new Set(devices.map((d) => d.identifier)) : new Set());
+    setAllMatching(false);
+  };
+  const selection: Selection | null = allMatching
+    ? { filters: listFilters(search), count: pagination?.total_entries ?? 0 }
+    : selected.size > 0
+      ? { identifiers: [...selected] }
+      : null;
 
   /** Goes to the list with these URL parameters changed (empty: removed); a filter change starts at page 1. */
   const go = (changes: Record<string, string>) => {
@@ -183,6 +232,7 @@ export function Devices(props: { org: string; product: string; search: URLSearch
         </div>
       </form>
       <ErrorAlert message={error} />
+      {canManage && <Status message={notice} />}
       {pagination !== null && (
         <p role="status" class="count">
           {pagination.total_entries.toLocaleString()} device{pagination.total_entries === 1 ? '' : 's'}
@@ -190,11 +240,54 @@ export function Devices(props: { org: string; product: string; search: URLSearch
             `, page ${page.toLocaleString()} of ${pagination.total_pages.toLocaleString()}`}
         </p>
       )}
+      {canManage &&
+        pagination !== null &&
+        (pageSelected || allMatching) &&
+        pagination.total_entries > devices!.length && (
+          <p class="selection" role="status">
+            {allMatching ? (
+              <>
+                All {pagination.total_entries.toLocaleString()} devices matching this filter are selected.{' '}
+                <button type="button" class="link" onClick={() => selectPage(false)}>
+                  Clear the selection
+                </button>
+              </>
+            ) : (
+              <>
+                The {devices!.length.toLocaleString()} devices on this page are selected.{' '}
+                <button type="button" class="link" onClick={() => setAllMatching(true)}>
+                  Select all {pagination.total_entries.toLocaleString()} devices matching this filter
+                </button>
+              </>
+            )}
+          </p>
+        )}
+      {canManage && selection !== null && (
+        <BulkActions
+          org={org}
+          product={product}
+          selection={selection}
+          onDone={(message) => {
+            setNotice(message);
+            setGeneration(generation + 1);
+          }}
+        />
+      )}
       {devices !== null && devices.length > 0 && (
         <table class="devices">
           <caption class="visually-hidden">Devices of {product}</caption>
           <thead>
             <tr>
+              {canManage && (
+                <th scope="col" class="select">
+                  <input
+                    type="checkbox"
+                    aria-label="Select every device on this page"
+                    checked={pageSelected}
+                    onChange={(event) => selectPage(event.currentTarget.checked)}
+                  />
+                </th>
+              )}
               <SortHeader sort="identifier" label="Identifier" />
               <SortHeader sort="connection_status" label="Connection" />
               <SortHeader sort="version" label="Firmware" />
@@ -207,6 +300,16 @@ export function Devices(props: { org: string; product: string; search: URLSearch
           <tbody>
             {devices.map((device) => (
               <tr key={device.identifier} data-connection={device.connection_status}>
+                {canManage && (
+                  <td class="select">
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${device.identifier}`}
+                      checked={allMatching || selected.has(device.identifier)}
+                      onChange={(event) => toggle(device.identifier, event.currentTarget.checked)}
+                    />
+                  </td>
+                )}
                 <th scope="row">
                   <Link href={`${base}/${seg(device.identifier)}`}>{device.identifier}</Link>
                 </th>
