@@ -212,6 +212,8 @@ describe('the console: CA certificates, iroh endpoints and the fleet overview in
     const context = await browser.newContext({ viewport: VIEWPORT });
     const page = await watchedPage(context, problems);
     await signIn(page, url, admin);
+    // The products page has answered (leaving it earlier would cut its request short).
+    await page.getByRole('link', { name: 'gateway' }).waitFor();
     await page.goto(`${url}/orgs/${org}/certificates`);
     await page.getByRole('heading', { name: 'Register a CA certificate' }).waitFor();
     await tabTo(page, 'Get a verification token');
