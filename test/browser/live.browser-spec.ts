@@ -314,6 +314,7 @@ describe('the live console in Chromium', () => {
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.waitForLoadState('networkidle');
     await page.goto(`${url}/orgs/${org}/products/${product}/devices/live-0003`);
     await page.locator('.xterm-helper-textarea').waitFor({ state: 'attached' });
     let reached = false;

@@ -53,4 +53,6 @@ export async function signIn(page: Page, url: string, user: TestUser): Promise<v
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  // The first page's requests are done: a navigation right after would abort them (a failed request).
+  await page.waitForLoadState('networkidle');
 }
