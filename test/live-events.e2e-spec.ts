@@ -83,6 +83,12 @@ describe('live events (Server-Sent Events) across two instances', () => {
   afterEach(async () => {
     for (const stream of streams.splice(0)) stream.close();
     await Promise.all(clients.splice(0).map((c) => c.close()));
+    // Each test starts with no stream open (their rows count against the per-user limit until they are gone).
+    const open = async () =>
+      (await a.db.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM event_streams`))[0].n +
+      a.app.get(EventStreamsService).openStreams.length +
+      b.app.get(EventStreamsService).openStreams.length;
+    expect(await eventually(open, (n) => n === 0)).toBe(0);
   });
 
   afterAll(async () => {

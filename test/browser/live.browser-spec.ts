@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { Simulator } from '../../src/cli/simulator';
-import { PASSWORD, seriousViolations, signIn, watchedPage } from '../support/console-browser';
+import { PASSWORD, productsShown, seriousViolations, signIn, watchedPage } from '../support/console-browser';
 import { launchChromium, screenshot } from '../support/chromium';
 import { eventually } from '../support/eventually';
 import type { TestUser } from '../support/fixtures';
@@ -314,6 +314,7 @@ describe('the live console in Chromium', () => {
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await productsShown(page);
     await page.goto(`${url}/orgs/${org}/products/${product}/devices/live-0003`);
     await page.locator('.xterm-helper-textarea').waitFor({ state: 'attached' });
     let reached = false;

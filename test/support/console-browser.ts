@@ -53,4 +53,14 @@ export async function signIn(page: Page, url: string, user: TestUser): Promise<v
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await productsShown(page);
+}
+
+/**
+ * After sign-in the console opens the organization's products: waits until they are drawn (their request is
+ * done), since a navigation right away would abort it (a failed request).
+ */
+export async function productsShown(page: Page): Promise<void> {
+  await page.waitForURL(/\/orgs\/[^/]+\/products$/);
+  await page.locator('main a[href*="/products/"]').first().waitFor();
 }

@@ -149,7 +149,8 @@ export class DeviceChannel {
       case null:
         return;
       default:
-        this.live.deviceUpdate(conn.device, 'updating', conn.progress?.value ?? null, uuid);
+        // received, started, downloading...: the percentage comes with `fwup_progress`.
+        this.live.deviceUpdate(conn.device, 'updating', null, uuid);
     }
   }
 

@@ -1,10 +1,10 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import type { components, operations } from '../api/schema';
 import { ErrorAlert, Status } from '../components/alert';
 import { Link } from '../components/link';
 import { LiveBadge } from '../components/live-badge';
-import { useLiveEvent, useLiveStream } from '../live';
+import { type LiveData, useLiveEvent, useLiveStream } from '../live';
 import { ProductNav } from '../components/product-nav';
 import { navigate, seg } from '../router';
 import type { Role } from '../session';
@@ -84,22 +84,38 @@ export function Devices(props: {
   const [generation, setGeneration] = useState(0);
   const [notice, setNotice] = useState<string | null>(null);
   const key = search.toString();
-  // Rows follow their devices' connections as they change; after a reconnection the page is read again.
+  // Rows follow their devices' connections as they change; after a reconnection the page is read again. Changes
+  // are drawn once per frame, the latest per device (a reconnecting fleet sends thousands a second).
   const { live, state, reopened } = useLiveStream(org, product);
-  useLiveEvent(live, 'device.connection', (change) =>
-    setDevices(
-      (shown) =>
-        shown?.map((device) =>
-          device.identifier === change.identifier
-            ? {
-                ...device,
-                connection_status: change.connection_status,
-                online: change.connection_status === 'connected',
-                last_communication: change.at,
-              }
-            : device,
-        ) ?? null,
-    ),
+  const changes = useRef(new Map<string, LiveData<'device.connection'>>());
+  const frame = useRef<number | null>(null);
+  useLiveEvent(live, 'device.connection', (change) => {
+    changes.current.set(change.identifier, change);
+    frame.current ??= requestAnimationFrame(() => {
+      frame.current = null;
+      const latest = changes.current;
+      changes.current = new Map();
+      setDevices(
+        (shown) =>
+          shown?.map((device) => {
+            const change = latest.get(device.identifier);
+            return change
+              ? {
+                  ...device,
+                  connection_status: change.connection_status,
+                  online: change.connection_status === 'connected',
+                  last_communication: change.at,
+                }
+              : device;
+          }) ?? null,
+      );
+    });
+  });
+  useEffect(
+    () => () => {
+      if (frame.current !== null) cancelAnimationFrame(frame.current);
+    },
+    [],
   );
   useEffect(() => setNotice(null), [org, product, key]);
 
