@@ -344,6 +344,7 @@ describe('the operator console in Chromium', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'console-account');
     await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByText(shown!).waitFor({ state: 'detached' });
     await expect(page.getByText(shown!).count()).resolves.toBe(0);
     await page.getByRole('button', { name: 'Revoke token from the console' }).click();
     await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();

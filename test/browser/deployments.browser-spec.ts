@@ -301,6 +301,8 @@ describe('deployment groups and bulk device actions in Chromium', () => {
     await bulk.getByRole('button', { name: 'Apply…' }).click();
     await page.getByRole('dialog', { name: 'Turn automatic updates off: 2 devices' }).waitFor();
     await page.keyboard.press('Escape');
+    // The dialog closes on the browser's next turn, not within the key press.
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
     await expect(page.getByRole('dialog').count()).resolves.toBe(0);
     expect(problems).toEqual([]);
     await context.close();

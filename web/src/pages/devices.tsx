@@ -6,6 +6,7 @@ import { Link } from '../components/link';
 import { LiveBadge } from '../components/live-badge';
 import { type LiveData, useLiveEvent, useLiveStream } from '../live';
 import { ProductNav } from '../components/product-nav';
+import { Pager } from '../components/pager';
 import { navigate, seg } from '../router';
 import type { Role } from '../session';
 import { allows } from '../session';
@@ -344,36 +345,14 @@ export function Devices(props: {
         </table>
       )}
       {pagination !== null && (
-        <nav class="pager" aria-label="Pages">
-          <button
-            type="button"
-            class="secondary"
-            disabled={page <= 1}
-            onClick={() => go({ page: String(page - 1) })}
-          >
-            Previous page
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            disabled={page >= pagination.total_pages}
-            onClick={() => go({ page: String(page + 1) })}
-          >
-            Next page
-          </button>
-          <label for="page-size">Per page</label>
-          <select
-            id="page-size"
-            value={String(pagination.page_size)}
-            onChange={(e) => go({ page_size: e.currentTarget.value })}
-          >
-            {PAGE_SIZES.map((size) => (
-              <option key={size} value={String(size)}>
-                {size}
-              </option>
-            ))}
-          </select>
-        </nav>
+        <Pager
+          page={page}
+          totalPages={pagination.total_pages}
+          pageSize={pagination.page_size}
+          pageSizes={PAGE_SIZES}
+          sizeId="page-size"
+          go={go}
+        />
       )}
     </>
   );

@@ -3,6 +3,7 @@ import { api, errorText } from '../api/client';
 import type { components, operations } from '../api/schema';
 import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
+import { Pager } from '../components/pager';
 import { navigate, seg } from '../router';
 import { allows, type Role } from '../session';
 
@@ -278,36 +279,14 @@ export function IrohEndpoints(props: { org: string; role: Role | undefined; sear
         </table>
       )}
       {pagination !== null && pagination.total_pages > 1 && (
-        <nav class="pager" aria-label="Pages">
-          <button
-            type="button"
-            class="secondary"
-            disabled={page <= 1}
-            onClick={() => go({ page: String(page - 1) })}
-          >
-            Previous page
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            disabled={page >= pagination.total_pages}
-            onClick={() => go({ page: String(page + 1) })}
-          >
-            Next page
-          </button>
-          <label for="iroh-page-size">Per page</label>
-          <select
-            id="iroh-page-size"
-            value={String(pagination.page_size)}
-            onChange={(event) => go({ page_size: event.currentTarget.value })}
-          >
-            {PAGE_SIZES.map((size) => (
-              <option key={size} value={String(size)}>
-                {size}
-              </option>
-            ))}
-          </select>
-        </nav>
+        <Pager
+          page={page}
+          totalPages={pagination.total_pages}
+          pageSize={pagination.page_size}
+          pageSizes={PAGE_SIZES}
+          sizeId="iroh-page-size"
+          go={go}
+        />
       )}
       {canManage && (
         <form onSubmit={(event) => void create(event)} aria-labelledby="iroh-register-heading">
