@@ -46,3 +46,22 @@ export function match(pattern: string, path: string): Record<string, string> | n
 
 /** A path segment, encoded. */
 export const seg = (value: string): string => encodeURIComponent(value);
+
+/**
+ * Goes to a server-paged list (`base`) with these URL parameters changed (empty: removed); any change other than the
+ * page itself starts again at page 1.
+ */
+export function navigateWithParams(
+  base: string,
+  search: URLSearchParams,
+  changes: Record<string, string>,
+): void {
+  const next = new URLSearchParams(search);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === '') next.delete(name);
+    else next.set(name, value);
+  }
+  if (!('page' in changes)) next.delete('page');
+  const query = next.toString();
+  navigate(query === '' ? base : `${base}?${query}`);
+}

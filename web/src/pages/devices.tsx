@@ -7,7 +7,7 @@ import { LiveBadge } from '../components/live-badge';
 import { type LiveData, useLiveEvent, useLiveStream } from '../live';
 import { ProductNav } from '../components/product-nav';
 import { Pager } from '../components/pager';
-import { navigate, seg } from '../router';
+import { navigate, navigateWithParams, seg } from '../router';
 import type { Role } from '../session';
 import { allows } from '../session';
 import { BulkActions, type Selection } from './devices-bulk';
@@ -167,16 +167,7 @@ export function Devices(props: {
       : null;
 
   /** Goes to the list with these URL parameters changed (empty: removed); a filter change starts at page 1. */
-  const go = (changes: Record<string, string>) => {
-    const next = new URLSearchParams(search);
-    for (const [name, value] of Object.entries(changes)) {
-      if (value === '') next.delete(name);
-      else next.set(name, value);
-    }
-    if (!('page' in changes)) next.delete('page');
-    const query = next.toString();
-    navigate(query === '' ? base : `${base}?${query}`);
-  };
+  const go = (changes: Record<string, string>) => navigateWithParams(base, search, changes);
 
   const sortBy = (sort: (typeof SORTS)[number]) => {
     const current = search.get('sort') ?? 'identifier';

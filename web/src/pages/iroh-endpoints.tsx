@@ -4,7 +4,7 @@ import type { components, operations } from '../api/schema';
 import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
 import { Pager } from '../components/pager';
-import { navigate, seg } from '../router';
+import { navigate, navigateWithParams, seg } from '../router';
 import { allows, type Role } from '../session';
 
 type Endpoint = components['schemas']['IrohEndpointView'];
@@ -97,16 +97,7 @@ export function IrohEndpoints(props: { org: string; role: Role | undefined; sear
   }, [org, canManage]);
 
   /** Goes to the list with these URL parameters changed (empty: removed); a new search starts at page 1. */
-  const go = (changes: Record<string, string>) => {
-    const next = new URLSearchParams(search);
-    for (const [name, value] of Object.entries(changes)) {
-      if (value === '') next.delete(name);
-      else next.set(name, value);
-    }
-    if (!('page' in changes)) next.delete('page');
-    const query = next.toString();
-    navigate(query === '' ? base : `${base}?${query}`);
-  };
+  const go = (changes: Record<string, string>) => navigateWithParams(base, search, changes);
 
   const create = async (event: Event) => {
     event.preventDefault();
