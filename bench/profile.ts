@@ -11,7 +11,7 @@
  * .cpuprofile stays in .bench-data/profiles/ (open it in Chrome DevTools).
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   if (warmPath !== undefined) await load(warmSeconds, undefined, warmPath);
   await load(1);
   const loadStarted = monotonicMicros();
-  const measured: { rps: number; userMs: number; systemMs: number }[] = [];
+  const measured: { rps: number; userMs: number; systemMs: number; requests: number }[] = [];
   for (let run = 1; run <= runs; run++) {
     const cpu0 = procStat(child.pid);
     const result = await load(duration, requests);
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
     const n = result.requests.total;
     const m = {
       rps: Math.round(result.requests.average),
+      requests: n,
       userMs: (1000 * (cpu1.userSeconds - cpu0.userSeconds)) / n,
       systemMs: (1000 * (cpu1.systemSeconds - cpu0.systemSeconds)) / n,
     };
@@ -140,7 +141,8 @@ async function main(): Promise<void> {
     child.kill('SIGINT');
   });
   await database.stop();
-  if (cpuProf) printProfile(dir, before, loadStarted, loadEnded);
+  const requestsMeasured = measured.reduce((sum, m) => sum + m.requests, 0);
+  if (cpuProf) printProfile(dir, before, loadStarted, loadEnded, requestsMeasured);
 }
 
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
@@ -150,7 +152,13 @@ function loadAverage(): string {
 }
 
 /** Only the samples taken while the measured load ran: not the start, the warm-up or the shutdown. */
-function printProfile(dir: string, before: Set<string>, from: number, to: number): void {
+function printProfile(
+  dir: string,
+  before: Set<string>,
+  from: number,
+  to: number,
+  requestsMeasured: number,
+): void {
   const file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no new .cpuprofile in ${dir}`);
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
@@ -183,6 +191,11 @@ function printProfile(dir: string, before: Set<string>, from: number, to: number
             ? cf.functionName
             : 'other/native');
     pkg.set(owner, (pkg.get(owner) ?? 0) + us);
+  }
+  // BENCH_PROFILE_JSON=FILE: self time per function in µs per request, for diffing two servers' profiles.
+  if (process.env.BENCH_PROFILE_JSON) {
+    const perRequest = Object.fromEntries([...fn].map(([k, us]) => [k, us / requestsMeasured]));
+    writeFileSync(process.env.BENCH_PROFILE_JSON, JSON.stringify({ requestsMeasured, perRequest }, null, 1));
   }
   const top = (m: Map<string, number>, n: number) =>
     [...m]
