@@ -59,6 +59,27 @@ export class AuditRepository {
     );
   }
 
+  /** The same entry in each of several organizations (an account's own event, e.g. its two-factor sign-in). */
+  async insertInOrgs(orgIds: string[], entry: Omit<AuditInsert, 'orgId'>, tx: Queryable): Promise<void> {
+    if (orgIds.length === 0) return;
+    await tx.query(
+      `INSERT INTO audit_logs
+         (org_id, actor_user_id, actor_type, actor_name, action, target_type, target_id, details, request_id)
+       SELECT org_id, $2, $3, $4, $5, $6, $7, $8, $9 FROM unnest($1::bigint[]) AS org_id`,
+      [
+        orgIds,
+        entry.actorUserId,
+        entry.actorType,
+        entry.actorName,
+        entry.action,
+        entry.targetType,
+        entry.targetId,
+        entry.details,
+        entry.requestId,
+      ],
+    );
+  }
+
   /** One page of the organization's entries, newest first, and the count of all that match. */
   async listPage(
     orgId: string,

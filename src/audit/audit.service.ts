@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Actor, OrgAccess } from '../common/auth/actor';
 import { type PaginationView, paginationView } from '../common/http/pagination';
 import type { Queryable } from '../database/transactions';
-import { type AuditRow, AuditRepository } from './audit.repository';
+import { type AuditInsert, type AuditRow, AuditRepository } from './audit.repository';
 import type { AuditLogView } from './dto/audit-log.dto';
 import type { AuditFilters, AuditListQuery } from './dto/audit-query';
 
@@ -87,20 +87,25 @@ export class AuditService {
   constructor(private readonly entries: AuditRepository) {}
 
   async record(tx: Queryable, entry: AuditEntry): Promise<void> {
-    await this.entries.insert(
-      {
-        orgId: entry.orgId,
-        actorUserId: entry.actor?.userId ?? null,
-        actorType: entry.actor ? 'user' : 'system',
-        actorName: entry.actor?.email ?? null,
-        action: entry.action,
-        targetType: entry.targetType,
-        targetId: entry.targetId.slice(0, 255),
-        details: entry.details ?? {},
-        requestId: entry.actor?.requestId?.slice(0, 128) ?? null,
-      },
-      tx,
-    );
+    await this.entries.insert({ orgId: entry.orgId, ...this.row(entry) }, tx);
+  }
+
+  /** An account's own event (not an organization's change), recorded in each organization of the account. */
+  async recordInOrgs(tx: Queryable, orgIds: string[], entry: Omit<AuditEntry, 'orgId'>): Promise<void> {
+    await this.entries.insertInOrgs(orgIds, this.row(entry), tx);
+  }
+
+  private row(entry: Omit<AuditEntry, 'orgId'>): Omit<AuditInsert, 'orgId'> {
+    return {
+      actorUserId: entry.actor?.userId ?? null,
+      actorType: entry.actor ? 'user' : 'system',
+      actorName: entry.actor?.email ?? null,
+      action: entry.action,
+      targetType: entry.targetType,
+      targetId: entry.targetId.slice(0, 255),
+      details: entry.details ?? {},
+      requestId: entry.actor?.requestId?.slice(0, 128) ?? null,
+    };
   }
 
   async list(

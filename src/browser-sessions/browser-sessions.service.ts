@@ -53,7 +53,12 @@ export class BrowserSessionsService {
   /** `POST /api/session`: refused from another site, so that no page can sign a browser in to its account. */
   async signIn(input: SignInDto, request: SessionRequest): Promise<WithSessionCookie<{ data: SessionView }>> {
     if (!request.sameSite) throw DomainError.csrfRefused();
-    const user = await this.auth.verifyCredentials(input.email, input.password, request.sourceAddress);
+    const user = await this.auth.verifyCredentials(
+      input.email,
+      input.password,
+      request.sourceAddress,
+      input.code,
+    );
     const limits = this.authenticator.limits;
     await this.sessions.deleteExpired(limits);
     const secret = newSessionSecret();

@@ -7,6 +7,10 @@ const PROBLEMS: Readonly<Record<FormProblem, [status: number, message: string]>>
   credentials: [422, 'The email or password is incorrect.'],
   rate_limited: [429, 'Too many sign-in attempts. Wait a minute, then try again.'],
   incomplete: [422, 'Fill in the confirmation code, your email and your password.'],
+  two_factor: [
+    422,
+    'Your account uses two-factor sign-in: type a current code from your authenticator app, or a backup code.',
+  ],
 };
 
 function formPage(model: Extract<CliSessionPageModel, { kind: 'form' }>, csrfToken: string): HtmlPage {
@@ -17,6 +21,7 @@ function formPage(model: Extract<CliSessionPageModel, { kind: 'form' }>, csrfTok
       : '';
   const codeInvalid = model.problem === 'code' ? ' aria-invalid="true"' : '';
   const credentialsInvalid = model.problem === 'credentials' ? ' aria-invalid="true"' : '';
+  const twoFactorInvalid = model.problem === 'two_factor' ? ' aria-invalid="true"' : '';
   const described = model.problem ? 'form-error ' : '';
   return htmlPage(
     status,
@@ -34,6 +39,10 @@ function formPage(model: Extract<CliSessionPageModel, { kind: 'form' }>, csrfTok
       `<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(model.email ?? '')}"${credentialsInvalid}>\n` +
       '<label for="password">Password</label>' +
       `<input id="password" name="password" type="password" autocomplete="current-password" required${credentialsInvalid}>\n` +
+      '<label for="two_factor_code">Two-factor code</label>' +
+      `<span class="hint" id="two-factor-hint">Only if your account uses two-factor sign-in: a code from your app or a backup code</span>` +
+      `<input id="two_factor_code" name="two_factor_code" autocomplete="one-time-code" maxlength="64" ` +
+      `aria-describedby="two-factor-hint"${twoFactorInvalid}>\n` +
       '<div class="actions"><button type="submit" name="decision" value="approve">Approve sign-in</button>' +
       '<button type="submit" name="decision" value="deny" class="secondary" formnovalidate>Deny</button></div>\n' +
       '</form>',

@@ -24,7 +24,7 @@ export type CliSessionPageModel =
   | { kind: 'approved' }
   | { kind: 'denied' };
 
-export type FormProblem = 'csrf' | 'code' | 'credentials' | 'rate_limited' | 'incomplete';
+export type FormProblem = 'csrf' | 'code' | 'credentials' | 'rate_limited' | 'incomplete' | 'two_factor';
 
 /** What the page's form posts (application/x-www-form-urlencoded, parsed as is). */
 export type CliSessionForm = Record<string, unknown> | undefined;
@@ -127,10 +127,12 @@ export class CliSessionsService {
     if (!sameCode(code, session.confirmation_code)) return failed('code');
     let userId: string;
     try {
-      userId = (await this.auth.verifyCredentials(email, password, sourceAddress)).id;
+      const twoFactorCode = field(form, 'two_factor_code');
+      userId = (await this.auth.verifyCredentials(email, password, sourceAddress, twoFactorCode)).id;
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
-      return failed(err.code === ErrorCode.RATE_LIMITED ? 'rate_limited' : 'credentials');
+      if (err.code === ErrorCode.RATE_LIMITED) return failed('rate_limited');
+      return failed(err.code === ErrorCode.VALIDATION_FAILED ? 'two_factor' : 'credentials');
     }
     if (!(await this.sessions.approve(session.id, userId))) return { kind: 'invalid' };
     this.logger.log({ userId }, 'CLI sign-in approved');

@@ -2,6 +2,7 @@ import { DeviceImport } from '../devices/device-import.entity';
 import { OrgInvitation } from '../invitations/invitation.entity';
 import { CliSession } from '../cli-sessions/cli-session.entity';
 import { AccessToken } from '../auth/access-token.entity';
+import { UserTwoFactor } from '../auth/user-two-factor.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { BrowserSession } from '../browser-sessions/browser-session.entity';
 import { CaCertificate } from '../certificates/ca-certificate.entity';
@@ -40,6 +41,7 @@ export const ENTITIES = [
   Org,
   Membership,
   AccessToken,
+  UserTwoFactor,
   Product,
   SupportScript,
   Device,

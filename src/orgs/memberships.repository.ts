@@ -45,6 +45,15 @@ export class MembershipsRepository {
     );
   }
 
+  /** The ids of the organizations the user belongs to. */
+  async orgIdsOfUser(userId: string, tx: Queryable = this.db): Promise<string[]> {
+    const rows: { org_id: string }[] = await tx.query(
+      `SELECT org_id FROM org_memberships WHERE user_id = $1`,
+      [userId],
+    );
+    return rows.map((r) => r.org_id);
+  }
+
   /** The organization's members by email. */
   listMembers(orgId: string): Promise<MemberRow[]> {
     return this.db.query(

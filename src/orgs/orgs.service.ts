@@ -4,7 +4,7 @@ import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isUniqueViolation } from '../common/errors/postgres-errors';
-import { Transactions } from '../database/transactions';
+import { type Queryable, Transactions } from '../database/transactions';
 import { ORG_NAME_PATTERN, type OrgView, type OrgWithRoleView } from './dto/org.dto';
 import { MembershipsRepository } from './memberships.repository';
 import type { Org } from './org.entity';
@@ -47,6 +47,11 @@ export class OrgsService {
 
   createFor(actor: Actor, name: string): Promise<{ data: OrgView }> {
     return this.create(actor.userId, name, actor);
+  }
+
+  /** The ids of the organizations a user belongs to (for an account's own audit entries). */
+  idsOfMember(userId: string, tx?: Queryable): Promise<string[]> {
+    return this.memberships.orgIdsOfUser(userId, tx);
   }
 
   async listFor(actor: Actor): Promise<{ data: OrgWithRoleView[] }> {

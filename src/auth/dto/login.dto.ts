@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { StringField } from '../../common/validation/fields';
+import { SignInCodeField } from './two-factor.dto';
 
 export class LoginDto {
   @StringField({ required: true, max: 320, doc: { example: 'ada@example.com' } })
@@ -14,6 +15,9 @@ export class LoginDto {
     doc: { description: 'A note to recognise the token by', example: 'ci' },
   })
   note?: string | null;
+
+  @SignInCodeField()
+  code?: string | null;
 }
 
 export class LoginResultView {

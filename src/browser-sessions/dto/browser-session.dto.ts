@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { SignInCodeField } from '../../auth/dto/two-factor.dto';
 import { StringField } from '../../common/validation/fields';
 
 export class SignInDto {
@@ -7,6 +8,9 @@ export class SignInDto {
 
   @StringField({ required: true, max: 1024, trim: false, doc: { example: 'correct horse battery staple' } })
   password: string;
+
+  @SignInCodeField()
+  code?: string | null;
 }
 
 export class SessionView {

@@ -15,6 +15,11 @@ export const ROUTE_POLICIES = {
   'tokens.revoke': { scope: 'user' },
   'sessions.list': { scope: 'user' },
   'sessions.end': { scope: 'user' },
+  'two_factor.show': { scope: 'user' },
+  'two_factor.enrol': { scope: 'user' },
+  'two_factor.confirm': { scope: 'user' },
+  'two_factor.disable': { scope: 'user' },
+  'two_factor.backup_codes': { scope: 'user' },
   'orgs.create': { scope: 'user' },
   'orgs.list': { scope: 'user' },
 
