@@ -3,6 +3,7 @@ import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
 import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
+import { TwoFactorSection } from '../components/two-factor';
 import type { Session } from '../session';
 
 type Token = components['schemas']['TokenView'];
@@ -11,7 +12,10 @@ type Scope = Token['scope'];
 const when = (timestamp: string | null, never: string) =>
   timestamp === null ? never : new Date(timestamp).toLocaleString();
 
-/** The signed-in user's personal access tokens: listed, created (the token shown once) and revoked. */
+/**
+ * The signed-in user's personal access tokens (listed, created with the token shown once, revoked) and two-factor
+ * sign-in.
+ */
 export function Account({ session }: { session: Session }) {
   const [tokens, setTokens] = useState<Token[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -132,6 +136,7 @@ export function Account({ session }: { session: Session }) {
         </select>
         <button type="submit">Create token</button>
       </form>
+      <TwoFactorSection />
     </>
   );
 }

@@ -3,10 +3,23 @@ import { api, errorText } from '../api/client';
 import { ErrorAlert } from '../components/alert';
 import type { Session } from '../session';
 
-/** Email and password, through the server's login rules (rate limits included); the session is a cookie. */
+/** Whether a 422 names the two-factor `code` (missing or wrong), as the server answers after a right password. */
+const asksForCode = (failure: unknown) =>
+  typeof failure === 'object' &&
+  failure !== null &&
+  typeof (failure as { errors?: unknown }).errors === 'object' &&
+  'code' in ((failure as { errors: object }).errors ?? {});
+
+/**
+ * Email and password (and a two-factor code when the account has it), through the server's login rules (rate limits
+ * included); the session is a cookie.
+ */
 export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  /** Shown once the server says this account needs a second factor. */
+  const [needsCode, setNeedsCode] = useState(false);
+  const [code, setCode] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -14,11 +27,25 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
     event.preventDefault();
     setBusy(true);
     setError(null);
-    const { data, error: failure, response } = await api.POST('/api/session', { body: { email, password } });
+    const {
+      data,
+      error: failure,
+      response,
+    } = await api.POST('/api/session', {
+      body: { email, password, ...(needsCode && { code }) },
+    });
     setBusy(false);
     if (data) onSignedIn(data.data);
     else if (response.status === 401) setError('Wrong email or password.');
-    else setError(errorText(failure, response.status));
+    else if (response.status === 422 && asksForCode(failure)) {
+      setError(
+        needsCode
+          ? 'That code is wrong or was already used: type the current one from your app, or a backup code.'
+          : 'This account uses two-factor sign-in: type the code your authenticator app shows.',
+      );
+      setNeedsCode(true);
+      setCode('');
+    } else setError(errorText(failure, response.status));
   };
 
   return (
@@ -43,6 +70,20 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           value={password}
           onInput={(event) => setPassword(event.currentTarget.value)}
         />
+        {needsCode && (
+          <>
+            <label for="code">Two-factor code</label>
+            <input
+              id="code"
+              autocomplete="one-time-code"
+              required
+              autoFocus
+              maxLength={64}
+              value={code}
+              onInput={(event) => setCode(event.currentTarget.value)}
+            />
+          </>
+        )}
         <ErrorAlert message={error} />
         <button type="submit" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
