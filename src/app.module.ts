@@ -23,6 +23,7 @@ import { SigningKeysModule } from './signing-keys/signing-keys.module';
 import { IrohModule } from './iroh/iroh.module';
 import { LiveModule } from './live/live.module';
 import { MembersModule } from './members/members.module';
+import { OrgPoliciesModule } from './org-policies/org-policies.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
@@ -38,6 +39,7 @@ export const FEATURE_MODULES = [
   UsersModule,
   OrgsModule,
   MembersModule,
+  OrgPoliciesModule,
   ProductsModule,
   ScriptsModule,
   DevicesModule,

@@ -15,6 +15,8 @@ const TAGS: Record<string, string> = {
   'Iroh Endpoints': 'Iroh endpoint ids of devices and users, for peer-to-peer access',
   Organizations: 'Organizations the caller belongs to',
   'Organization Members': 'Members of an organization and their roles (view, manage, admin)',
+  'Organization Policies':
+    'What an organization requires of its members: two-factor sign-in, the age and scopes of personal access tokens',
   Products: "An organization's products and their firmware policy",
   'Signing Keys': 'Ed25519 public keys that firmware signatures are checked with',
   'Support Scripts': 'Scripts kept per product to run on device consoles',

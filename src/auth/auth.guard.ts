@@ -12,12 +12,35 @@ import { BrowserSessionAuthenticator } from '../browser-sessions/browser-session
 import { sessionRequest } from '../browser-sessions/session-request';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { joinedProduct } from '../products/products.service';
+import type { PolicyColumns } from './access.queries';
 import { AccessRepository } from './access.repository';
 import { TokensService } from './tokens.service';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const TOO_MANY_FAILURES = 'too many failed authentications from this address, try again later';
 const TOO_MANY_REQUESTS = 'too many requests for this token, try again later';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Why the organization's policy refuses this caller, if it does: two-factor sign-in required and not on; or, for a
+ * personal access token (not a browser session), a scope the organization does not accept or a token older than it
+ * allows.
+ */
+function policyRefusal(policy: PolicyColumns, actor: Actor): string | undefined {
+  if (policy.lacks_two_factor === true) {
+    return 'this organization requires two-factor sign-in: turn it on for your account (POST /api/users/me/two_factor) to work in it';
+  }
+  if (actor.tokenIssuedAt === undefined) return undefined;
+  if (policy.allowed_token_scopes !== null && !policy.allowed_token_scopes.includes(actor.scope)) {
+    return `this organization accepts personal access tokens with scope ${policy.allowed_token_scopes.join(' or ')} only`;
+  }
+  const days = policy.max_token_lifetime_days;
+  if (days !== null && Date.now() - actor.tokenIssuedAt > days * DAY_MS) {
+    return `this organization accepts personal access tokens up to ${days} days old: create a new token`;
+  }
+  return undefined;
+}
 
 /** The address only when it is needed (`req.ip` parses X-Forwarded-For each time it is read). */
 const clientAddress = (request: AuthenticatedRequest) =>
@@ -162,7 +185,7 @@ export class AuthGuard implements CanActivate {
       typeof productName === 'string'
         ? await this.accessRows.findOrgAndProductAccess(orgName, request.actor!.userId, productName)
         : await this.accessRows.findOrgAccess(orgName, request.actor!.userId);
-    return this.checked(row, role, (row) => ({
+    return this.checked(row, role, request.actor!, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
       orgName: row.org_name,
@@ -175,7 +198,7 @@ export class AuthGuard implements CanActivate {
     const identifier = request.params.identifier;
     if (typeof identifier !== 'string') throw DomainError.notFound();
     const row = await this.accessRows.findDeviceAccess(identifier, request.actor!.userId);
-    return this.checked(row, role, (row) => ({
+    return this.checked(row, role, request.actor!, (row) => ({
       actor: request.actor!,
       orgId: row.org_id,
       orgName: row.org_name,
@@ -185,13 +208,16 @@ export class AuthGuard implements CanActivate {
     }));
   }
 
-  private checked<Row extends { role: Role }, A>(
+  private checked<Row extends { role: Role } & PolicyColumns, A>(
     row: Row | undefined,
     required: Role,
+    actor: Actor,
     toAccess: (row: Row) => A,
   ): A {
     if (!row) throw DomainError.notFound();
     if (!roleSatisfies(row.role, required)) throw DomainError.roleTooLow();
+    const refusal = policyRefusal(row, actor);
+    if (refusal !== undefined) throw DomainError.policyRefused(refusal);
     return toAccess(row);
   }
 }

@@ -44,6 +44,7 @@ import { TwoFactorService } from './two-factor.service';
     BrowserSessionsRepository,
     BrowserSessionAuthenticator,
     TokenCache,
+    TwoFactorService,
   ],
 })
 export class AuthModule {}

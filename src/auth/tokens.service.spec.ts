@@ -31,6 +31,7 @@ const tokenRow: TokenRow = {
   rendering: 'fleethub',
   expires_at: null,
   last_used_at: null,
+  inserted_at: new Date('2026-01-01T00:00:00Z'),
   user_id: '7',
   email: 'ada@example.com',
   username: 'ada',
@@ -261,6 +262,7 @@ describe('TokensService: authenticating', () => {
       tokenId: '11',
       scope: 'read',
       rendering: 'fleethub',
+      tokenIssuedAt: Date.parse('2026-01-01T00:00:00Z'),
     });
     expect(ctx.cache.put).toHaveBeenCalledWith(hashToken(token).toString('base64'), 17, found, expires);
   });

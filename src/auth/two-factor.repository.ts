@@ -28,6 +28,15 @@ export class TwoFactorRepository {
     return rows[0];
   }
 
+  /** Which of these users have two-factor sign-in on. */
+  async enabledAmong(userIds: string[]): Promise<Set<string>> {
+    const rows: { user_id: string }[] = await this.db.query(
+      `SELECT user_id FROM user_two_factor WHERE user_id = ANY($1::bigint[]) AND confirmed_at IS NOT NULL`,
+      [userIds],
+    );
+    return new Set(rows.map((r) => r.user_id));
+  }
+
   /** A new pending enrolment, replacing a pending one; nothing when two-factor sign-in is already on. */
   async startEnrolment(userId: string, secret: string): Promise<boolean> {
     const rows: unknown[] = await this.db.query(

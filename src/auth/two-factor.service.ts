@@ -64,6 +64,11 @@ export class TwoFactorService {
     };
   }
 
+  /** Which of these users have two-factor sign-in on (the organization policy's members list). */
+  enabledAmong(userIds: string[]): Promise<Set<string>> {
+    return this.rows.enabledAmong(userIds);
+  }
+
   /** `POST .../two_factor`: a new secret to scan; replaces a pending one. 409 while two-factor sign-in is on. */
   async enrol(actor: Actor): Promise<{ data: TwoFactorEnrolmentView }> {
     const secret = newTotpSecret();

@@ -3,6 +3,7 @@ import { OrgInvitation } from '../invitations/invitation.entity';
 import { CliSession } from '../cli-sessions/cli-session.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { UserTwoFactor } from '../auth/user-two-factor.entity';
+import { OrgPolicy } from '../org-policies/org-policy.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { BrowserSession } from '../browser-sessions/browser-session.entity';
 import { CaCertificate } from '../certificates/ca-certificate.entity';
@@ -42,6 +43,7 @@ export const ENTITIES = [
   Membership,
   AccessToken,
   UserTwoFactor,
+  OrgPolicy,
   Product,
   SupportScript,
   Device,

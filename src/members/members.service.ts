@@ -27,6 +27,13 @@ export class MembersService {
     return { data: await this.memberships.listMembers(access.orgId) };
   }
 
+  /** The members with their user ids, for features that keep something per user (e.g. the sign-in policy). */
+  listWithUserIds(orgId: string): Promise<(MemberView & { userId: string })[]> {
+    return this.memberships
+      .listMembersWithIds(orgId)
+      .then((rows) => rows.map(({ user_id, ...member }) => ({ ...member, userId: user_id })));
+  }
+
   async show(access: OrgAccess, email: string): Promise<{ data: MemberView }> {
     const member = await this.memberships.findMember(access.orgId, normaliseEmail(email));
     if (!member) throw DomainError.notFound();

@@ -45,6 +45,15 @@ export class MembershipsRepository {
     );
   }
 
+  /** The organization's members by email, with their user ids (for what other features keep per user). */
+  listMembersWithIds(orgId: string): Promise<(MemberRow & { user_id: string })[]> {
+    return this.db.query(
+      `SELECT u.id AS user_id, u.email, u.name, m.role FROM org_memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.org_id = $1 ORDER BY u.email`,
+      [orgId],
+    );
+  }
+
   /** The ids of the organizations the user belongs to. */
   async orgIdsOfUser(userId: string, tx: Queryable = this.db): Promise<string[]> {
     const rows: { org_id: string }[] = await tx.query(

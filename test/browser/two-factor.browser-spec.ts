@@ -51,7 +51,12 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     const qr = section.getByRole('img', { name: 'QR code for your authenticator app' });
     await qr.waitFor();
     // The QR code is drawn (an SVG made by the server, as an image the CSP allows).
-    expect(await qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+    expect(
+      await qr.evaluate((img) => {
+        const image = img as unknown as { complete: boolean; naturalWidth: number };
+        return image.complete && image.naturalWidth > 0;
+      }),
+    ).toBe(true);
     const secret = (await section.locator('.totp-secret').textContent())!.trim();
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(await seriousViolations(page)).toEqual([]);
@@ -80,7 +85,7 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').getByText('This account uses two-factor sign-in').waitFor();
     const codeField = page.getByLabel('Two-factor code');
-    expect(await codeField.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await codeField.evaluate((el) => el.ownerDocument.activeElement === el)).toBe(true);
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'two-factor-sign-in');
     await freshStep();

@@ -16,6 +16,8 @@ export interface Actor {
   sessionId?: string;
   /** How answers render where the spec and NervesHub differ (absent: `fleethub`). */
   rendering?: TokenRendering;
+  /** When the personal access token was created (ms since the epoch); absent for a browser session. */
+  tokenIssuedAt?: number;
   /** The request this actor is acting in (`x-request-id`), recorded in the audit log. */
   requestId?: string;
 }

@@ -26,6 +26,10 @@ export const ROUTE_POLICIES = {
   'audit.list': { scope: 'org', role: 'admin' },
   'audit.export': { scope: 'org', role: 'admin' },
 
+  'policies.show': { scope: 'org', role: 'view' },
+  'policies.update': { scope: 'org', role: 'admin' },
+  'policies.members': { scope: 'org', role: 'admin' },
+
   'members.list': { scope: 'org', role: 'view' },
   'members.show': { scope: 'org', role: 'view' },
   'members.add': { scope: 'org', role: 'admin' },

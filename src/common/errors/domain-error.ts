@@ -30,6 +30,11 @@ export class DomainError extends Error {
     return new DomainError(ErrorCode.CSRF_REFUSED, 'missing or invalid CSRF token');
   }
 
+  /** 403 with `{"errors":{"detail": why}}`: the organization's policy refuses this sign-in or token. */
+  static policyRefused(detail: string): DomainError {
+    return new DomainError(ErrorCode.POLICY_REFUSED, detail);
+  }
+
   static notFound(): DomainError {
     return new DomainError(ErrorCode.NOT_FOUND);
   }

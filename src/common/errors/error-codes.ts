@@ -7,6 +7,8 @@ export enum ErrorCode {
   CSRF_REFUSED = 'CSRF_REFUSED',
   /** A firmware download link whose signature does not verify or whose expiry has passed. */
   INVALID_DOWNLOAD_LINK = 'INVALID_DOWNLOAD_LINK',
+  /** A member whose sign-in or token does not meet the organization's policy (two-factor, token age or scope). */
+  POLICY_REFUSED = 'POLICY_REFUSED',
   NOT_FOUND = 'NOT_FOUND',
   BAD_REQUEST = 'BAD_REQUEST',
   VALIDATION_FAILED = 'VALIDATION_FAILED',
@@ -37,6 +39,7 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; shape: ErrorBodySh
   [ErrorCode.ROLE_TOO_LOW]: { status: 403, shape: 'constant' },
   [ErrorCode.CSRF_REFUSED]: { status: 403, shape: 'detail' },
   [ErrorCode.INVALID_DOWNLOAD_LINK]: { status: 403, shape: 'constant' },
+  [ErrorCode.POLICY_REFUSED]: { status: 403, shape: 'detail' },
   [ErrorCode.NOT_FOUND]: { status: 404, shape: 'constant' },
   [ErrorCode.BAD_REQUEST]: { status: 400, shape: 'detail' },
   [ErrorCode.VALIDATION_FAILED]: { status: 422, shape: 'fields' },
