@@ -20,6 +20,7 @@ describe('two-factor sign-in in the console (Chromium)', () => {
   let url: string;
   let browser: Browser;
   let ada: TestUser;
+  let bob: TestUser;
 
   beforeAll(async () => {
     t = await createTestApp({ FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '1000' });
@@ -27,6 +28,8 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     ada = await t.fixtures.user({ name: 'Ada Twofactor', password: PASSWORD });
     await t.fixtures.org(ada, 'two-factor');
     await t.fixtures.product(ada, 'two-factor', 'gateway');
+    bob = await t.fixtures.user({ name: 'Bob Nofactor', password: PASSWORD });
+    await t.fixtures.addMember('two-factor', bob, 'manage');
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -103,6 +106,23 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     await productsShown(page);
     await page.goto(`${url}/account`);
     await page.getByText(/On since .*9 backup codes left\./).waitFor();
+
+    // With it on, the admin may require it of every member: the members list says who is then refused.
+    await page.goto(`${url}/orgs/two-factor/members`);
+    const policy = page.getByRole('region', { name: 'Sign-in policy' });
+    await policy.getByLabel('Members must have two-factor sign-in on').check();
+    await policy.getByRole('button', { name: 'Save policy' }).click();
+    await policy.getByText('Sign-in policy saved').waitFor();
+    const bobRow = page.getByRole('row', { name: new RegExp(bob.user.email) });
+    await bobRow.getByText('off (refused: the policy requires it)').waitFor();
+    await page
+      .getByRole('row', { name: new RegExp(ada.user.email) })
+      .getByRole('cell', { name: 'on', exact: true })
+      .waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'org-policy');
+    const refused = await t.http().get('/api/orgs/two-factor/products').set(bob.auth).expect(403);
+    expect(refused.body.errors.detail).toContain('requires two-factor sign-in');
     expect(problems).toEqual([]);
     await context.close();
   });

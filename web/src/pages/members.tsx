@@ -3,11 +3,21 @@ import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
 import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
+import { OrgPolicySection } from '../components/org-policy';
 import { allows, type Role } from '../session';
 
 type Member = components['schemas']['MemberView'];
 type Invitation = components['schemas']['InvitationView'];
 const ROLES: Role[] = ['view', 'manage', 'admin'];
+
+const twoFactorText = (entry: { two_factor: boolean; compliant: boolean } | undefined) =>
+  entry === undefined
+    ? ''
+    : entry.two_factor
+      ? 'on'
+      : entry.compliant
+        ? 'off'
+        : 'off (refused: the policy requires it)';
 
 /** Who is in the organization; an admin changes roles, removes members, invites and revokes invitations. */
 export function Members({ org, role, me }: { org: string; role: Role | undefined; me: string }) {
@@ -19,6 +29,10 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
   const [status, setStatus] = useState<string | null>(null);
   const [email, setEmail] = useState('');
   const [inviteRole, setInviteRole] = useState<Role>('view');
+  /** For an admin: each member's two-factor sign-in, and whether it meets the policy. */
+  const [security, setSecurity] = useState<Map<string, { two_factor: boolean; compliant: boolean }> | null>(
+    null,
+  );
 
   const load = async () => {
     const listed = await api.GET('/api/orgs/{org_name}/users', { params: { path } });
@@ -27,6 +41,8 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
     if (isAdmin) {
       const pending = await api.GET('/api/orgs/{org_name}/invitations', { params: { path } });
       if (pending.data) setInvitations(pending.data.data);
+      const secured = await api.GET('/api/orgs/{org_name}/policies/members', { params: { path } });
+      if (secured.data) setSecurity(new Map(secured.data.data.map((m) => [m.email, m])));
     }
   };
   useEffect(() => {
@@ -93,6 +109,7 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
               <th scope="col">Email</th>
               <th scope="col">Name</th>
               <th scope="col">Role</th>
+              {isAdmin && <th scope="col">Two-factor</th>}
               {isAdmin && <ActionsHeader />}
             </tr>
           </thead>
@@ -118,6 +135,7 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
                     member.role
                   )}
                 </td>
+                {isAdmin && <td>{twoFactorText(security?.get(member.email))}</td>}
                 {isAdmin && (
                   <td>
                     <button
@@ -179,6 +197,7 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
             </select>
             <button type="submit">Invite</button>
           </form>
+          <OrgPolicySection org={org} onSaved={() => void load()} />
         </>
       )}
     </>
