@@ -19,6 +19,7 @@ import { BulkDeviceCounts1795924907655 } from './1795924907655-BulkDeviceCounts'
 import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
 import { TwoFactor1795933857844 } from './1795933857844-TwoFactor';
 import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
+import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -43,4 +44,5 @@ export const MIGRATIONS: Function[] = [
   FleetOverview1795926094061,
   TwoFactor1795933857844,
   OrgPolicies1795934868820,
+  TokenLastUsedAddress1795935365541,
 ];

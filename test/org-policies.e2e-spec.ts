@@ -1,6 +1,7 @@
 import { totpCode } from '../src/auth/totp';
 import { fieldError, FORBIDDEN, ROLE_TOO_LOW } from './support/contract-bodies';
 import type { TestUser } from './support/fixtures';
+import { eventually } from './support/eventually';
 import { createTestApp, type TestApp } from './support/test-app';
 
 const PASSWORD = 'correct horse battery staple';
@@ -265,5 +266,77 @@ describe('organization policies: two-factor sign-in, token age and scopes', () =
     await a.http().get(`/api/orgs/${org}/products`).set(member.auth).expect(200);
     await a.http().patch(policies(org)).set(admin.auth).send({ max_token_lifetime_days: 30 }).expect(200);
     await b.http().get(`/api/orgs/${org}/products`).set('Authorization', `Bearer ${old}`).expect(200);
+  });
+});
+
+describe("sign-ins visible and revocable: an admin ends a member's sessions and tokens", () => {
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    a = await createTestApp({ FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '1000' });
+    b = await createTestApp({ FLEETHUB_RATE_LIMIT_LOGIN_PER_MIN: '1000' }, { databaseUrl: a.databaseUrl });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('tokens say when and from where they were last used', async () => {
+    const who = await a.fixtures.user();
+    await a.http().get('/api/users/me').set(who.auth).expect(200);
+    const listed = await eventually(
+      async () =>
+        (await a.http().get('/api/users/me/tokens').set(who.auth).expect(200)).body.data as {
+          last_used_at: string | null;
+          last_used_address: string | null;
+        }[],
+      (tokens) => tokens[0]?.last_used_address != null,
+    );
+    expect(listed[0].last_used_address).toMatch(/127\.0\.0\.1$/);
+    expect(listed[0].last_used_at).not.toBeNull();
+  });
+
+  it('every session and token of the member ends on every instance; the member stays; audited', async () => {
+    const admin = await a.fixtures.user();
+    const org = await a.fixtures.org(admin);
+    const member = await a.fixtures.user({ password: PASSWORD });
+    await a.fixtures.addMember(org, member, 'manage');
+    const second = await a.fixtures.token(member.user, { scope: 'read' });
+    const session = await a
+      .http()
+      .post('/api/session')
+      .send({ email: member.user.email, password: PASSWORD })
+      .expect(201);
+    const cookie = (session.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
+    // Cached on both instances first: the end must reach their caches.
+    for (const app of [a, b]) {
+      await app.http().get('/api/users/me').set(member.auth).expect(200);
+      await app.http().get('/api/users/me').set('Authorization', `Bearer ${second}`).expect(200);
+      await app.http().get('/api/users/me').set('Cookie', cookie).expect(200);
+    }
+    const credentials = `/api/orgs/${org}/users/${member.user.email.toUpperCase()}/credentials`;
+    await a.http().delete(credentials).set(member.auth).expect(403).expect(ROLE_TOO_LOW);
+    const ended = await a.http().delete(credentials).set(admin.auth).expect(200);
+    expect(ended.body).toEqual({ data: { sessions_ended: 1, tokens_revoked: 2 } });
+    for (const app of [a, b]) {
+      await app.http().get('/api/users/me').set(member.auth).expect(401);
+      await app.http().get('/api/users/me').set('Authorization', `Bearer ${second}`).expect(401);
+      await app.http().get('/api/users/me').set('Cookie', cookie).expect(401);
+    }
+    // Still a member, and it can sign in again.
+    const members = await a.http().get(`/api/orgs/${org}/users`).set(admin.auth).expect(200);
+    expect((members.body.data as { email: string }[]).map((m) => m.email)).toContain(member.user.email);
+    await a.http().post('/api/users/auth').send({ email: member.user.email, password: PASSWORD }).expect(200);
+    await a
+      .http()
+      .delete(`/api/orgs/${org}/users/nobody@example.com/credentials`)
+      .set(admin.auth)
+      .expect(404);
+    const audit = await a.http().get(`/api/orgs/${org}/audit_logs`).set(admin.auth).expect(200);
+    expect(
+      (audit.body.data as { action: string; target_id: string; details: object }[]).find(
+        (e) => e.action === 'member.credentials_end',
+      ),
+    ).toMatchObject({ target_id: member.user.email, details: { sessions_ended: 1, tokens_revoked: 2 } });
   });
 });

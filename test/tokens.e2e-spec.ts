@@ -202,16 +202,19 @@ describe('personal access tokens', () => {
         expires_at: '2999-01-31T11:00:00.000Z',
         inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
         last_used_at: null,
+        last_used_address: null,
         token: expect.stringMatching(/^nhu_[0-9A-Za-z]+$/),
       });
       expect(res.headers.location).toBe(`${TOKENS}/${created.id}`);
       await me(b, created.token).expect(200);
 
       const list = await b.http().get(TOKENS).set(ada.auth).expect(200);
-      const { token: _shownOnce, last_used_at: _unused, ...listed } = created;
-      // The request above counted as a use (written in the background, to the minute).
+      const { token: _shownOnce, last_used_at: _unused, last_used_address: _from, ...listed } = created;
+      // The request above counted as a use (written in the background, to the minute, with its address).
       const lastUsed = list.body.data[0].last_used_at;
-      expect(list.body.data[0]).toEqual({ ...listed, last_used_at: lastUsed });
+      const lastFrom = list.body.data[0].last_used_address;
+      expect(list.body.data[0]).toEqual({ ...listed, last_used_at: lastUsed, last_used_address: lastFrom });
+      expect(lastFrom === null || /127\.0\.0\.1$/.test(lastFrom)).toBe(true);
       expect(lastUsed === null || lastUsed >= created.inserted_at).toBe(true);
       expect(JSON.stringify(list.body)).not.toContain(created.token);
     });
@@ -287,6 +290,7 @@ describe('personal access tokens', () => {
           'expires_at',
           'id',
           'inserted_at',
+          'last_used_address',
           'last_used_at',
           'note',
           'rendering',

@@ -39,6 +39,10 @@ export class AccessToken {
   @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
   lastUsedAt: Date | null;
 
+  /** The address the token was last used from (written with last_used_at, at most once a minute). */
+  @Column({ name: 'last_used_address', type: 'varchar', length: 64, nullable: true })
+  lastUsedAddress: string | null;
+
   @CreateDateColumn({ name: 'inserted_at', type: 'timestamptz', default: () => 'now()' })
   insertedAt: Date;
 }

@@ -151,7 +151,7 @@ export class AuthGuard implements CanActivate {
     const block = this.blockedAddress(request, header);
     if (block !== undefined) throw rateLimited(block, TOO_MANY_FAILURES);
     try {
-      return await this.tokens.authenticate(header);
+      return await this.tokens.authenticate(header, clientAddress(request));
     } catch (err) {
       const unauthenticated = err instanceof DomainError && err.code === ErrorCode.UNAUTHENTICATED;
       const limit = this.config.rateLimitAuthFailuresPerMin;

@@ -15,6 +15,7 @@ export interface ListedTokenRow {
   expires_at: Date | null;
   inserted_at: Date;
   last_used_at: Date | null;
+  last_used_address: string | null;
 }
 
 /** Which token a revocation selects: one of a user's by id, or any by its SHA-256. */
@@ -37,7 +38,7 @@ export class TokensRepository {
     const rows: ListedTokenRow[] = await tx.query(
       `INSERT INTO access_tokens (user_id, token_hash, note, scope, expires_at, rendering)
        VALUES ($1, $2, $3, $4, $5, $6)
-       RETURNING id, note, scope, rendering, expires_at, inserted_at, last_used_at`,
+       RETURNING id, note, scope, rendering, expires_at, inserted_at, last_used_at, last_used_address`,
       [userId, hash, note, scope, expiresAt, rendering],
     );
     return rows[0];
@@ -46,7 +47,7 @@ export class TokensRepository {
   /** The user's tokens that are not revoked (expired ones included), newest first. */
   listLiveOfUser(userId: string): Promise<ListedTokenRow[]> {
     return this.db.query(
-      `SELECT id, note, scope, rendering, expires_at, inserted_at, last_used_at FROM access_tokens
+      `SELECT id, note, scope, rendering, expires_at, inserted_at, last_used_at, last_used_address FROM access_tokens
         WHERE user_id = $1 AND revoked_at IS NULL ORDER BY inserted_at DESC, id DESC`,
       [userId],
     );
@@ -78,6 +79,15 @@ export class TokensRepository {
     await tx.query(`UPDATE access_tokens SET revoked_at = now() WHERE id = $1`, [id]);
   }
 
+  /** Revokes every token of the user not revoked yet; their ids. */
+  async revokeAllOfUser(userId: string, tx: Queryable): Promise<string[]> {
+    const [rows]: [{ id: string }[], number] = await tx.query(
+      `UPDATE access_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING id`,
+      [userId],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** Those of `ids` that are tokens neither revoked nor expired. */
   async findLiveIds(ids: readonly string[]): Promise<string[]> {
     const rows: { id: string }[] = await this.db.query(
@@ -89,11 +99,11 @@ export class TokensRepository {
   }
 
   /** Sets last_used_at unless it was set within the last minute. */
-  async touchLastUsed(tokenId: string): Promise<void> {
+  async touchLastUsed(tokenId: string, address: string | null): Promise<void> {
     await this.db.query(
-      `UPDATE access_tokens SET last_used_at = now()
+      `UPDATE access_tokens SET last_used_at = now(), last_used_address = COALESCE($2, last_used_address)
         WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
-      [tokenId],
+      [tokenId, address],
     );
   }
 }

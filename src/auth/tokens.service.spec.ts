@@ -23,6 +23,7 @@ const listed: ListedTokenRow = {
   expires_at: null,
   inserted_at: new Date('2026-01-01T00:00:00Z'),
   last_used_at: null,
+  last_used_address: null,
 };
 
 const tokenRow: TokenRow = {
@@ -270,10 +271,10 @@ describe('TokensService: authenticating', () => {
   it('writes last_used_at at most once a minute per token', async () => {
     const { service, tokens } = setup();
     tokens.findLiveByHash.mockResolvedValue({ ...tokenRow, last_used_at: new Date(Date.now() - 120_000) });
-    await service.authenticate(`Bearer ${generateUserToken()}`);
-    await service.authenticate(`Bearer ${generateUserToken()}`);
+    await service.authenticate(`Bearer ${generateUserToken()}`, '203.0.113.7');
+    await service.authenticate(`Bearer ${generateUserToken()}`, '203.0.113.8');
     expect(tokens.touchLastUsed).toHaveBeenCalledTimes(1);
-    expect(tokens.touchLastUsed).toHaveBeenCalledWith('11');
+    expect(tokens.touchLastUsed).toHaveBeenCalledWith('11', '203.0.113.7');
   });
 
   it('does not write last_used_at when the stored one is less than a minute old', async () => {

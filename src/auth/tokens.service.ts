@@ -34,6 +34,7 @@ function toView(row: ListedTokenRow): TokenView {
     expires_at: isoOrNull(row.expires_at),
     inserted_at: row.inserted_at.toISOString(),
     last_used_at: isoOrNull(row.last_used_at),
+    last_used_address: row.last_used_address,
   };
 }
 
@@ -83,6 +84,27 @@ export class TokensService {
     if (outcome === 'not found') throw DomainError.notFound();
   }
 
+  /** Revokes every live token of the user (an admin ending a member's credentials); how many. */
+  async revokeAllOfUser(userId: string): Promise<number> {
+    const revocation = this.cache.startRevocation();
+    let revoked: string[];
+    try {
+      revoked = await this.transactions.run(async (tx) => {
+        const ids = await this.tokens.revokeAllOfUser(userId, tx);
+        await revocation.publish(tx, ids);
+        return ids;
+      });
+    } catch (err) {
+      revocation.cancel();
+      throw err;
+    }
+    const unanswered = await revocation.evicted();
+    if (unanswered.length > 0) {
+      this.logger.warn({ listenerPids: unanswered }, 'token revocation not confirmed by every instance');
+    }
+    return revoked.length;
+  }
+
   /** Revokes a token given in full; false when no live token matches. */
   async revoke(token: string): Promise<boolean> {
     if (!hasValidChecksum(token)) return false;
@@ -104,7 +126,7 @@ export class TokensService {
     return token ? this.cache.get(hashToken(token).toString('base64')) : undefined;
   }
 
-  async authenticate(header: string | string[] | undefined): Promise<Actor> {
+  async authenticate(header: string | string[] | undefined, sourceAddress?: string): Promise<Actor> {
     const token = tokenFromAuthorization(header);
     if (!token) throw DomainError.unauthenticated();
     const hash = hashToken(token);
@@ -123,7 +145,7 @@ export class TokensService {
     }
     const actor = actorOfToken(row);
     this.cache.put(key, lookup, actor, row.expires_at);
-    this.touch(row.token_id, row.last_used_at, Date.now());
+    this.touch(row.token_id, row.last_used_at, Date.now(), sourceAddress);
     return actor;
   }
 
@@ -178,11 +200,13 @@ export class TokensService {
   }
 
   /** Keeps last_used_at current to the minute without a write per request. */
-  private touch(tokenId: string, lastUsedAt: Date | null, now: number): void {
+  private touch(tokenId: string, lastUsedAt: Date | null, now: number, address?: string): void {
     const lastWrite = Math.max(lastUsedAt?.getTime() ?? 0, this.lastUsedWrites.get(tokenId) ?? 0);
     if (now - lastWrite < LAST_USED_RESOLUTION_MS) return;
     if (this.lastUsedWrites.size >= CACHE_MAX_ENTRIES) this.lastUsedWrites.clear();
     this.lastUsedWrites.set(tokenId, now);
-    this.tokens.touchLastUsed(tokenId).catch(() => this.lastUsedWrites.delete(tokenId));
+    this.tokens
+      .touchLastUsed(tokenId, address?.slice(0, 64) ?? null)
+      .catch(() => this.lastUsedWrites.delete(tokenId));
   }
 }

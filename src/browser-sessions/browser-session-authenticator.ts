@@ -88,11 +88,33 @@ export class BrowserSessionAuthenticator {
       revocation.cancel();
       return false;
     }
+    await this.confirmed(revocation, 'browser session end');
+    return true;
+  }
+
+  private async confirmed(revocation: { evicted(): Promise<number[]> }, what: string): Promise<void> {
     const unanswered = await revocation.evicted();
     if (unanswered.length > 0) {
-      this.logger.warn({ listenerPids: unanswered }, 'browser session end not confirmed by every instance');
+      this.logger.warn({ listenerPids: unanswered }, `${what} not confirmed by every instance`);
     }
-    return true;
+  }
+
+  /** Ends every browser session of the user; returns once every instance has evicted them from its cache. */
+  async endAllOfUser(userId: string): Promise<number> {
+    const revocation = this.cache.startRevocation();
+    let ended: string[];
+    try {
+      ended = await this.transactions.run(async (tx) => {
+        const ids = await this.sessions.deleteAllOfUser(userId, tx);
+        await revocation.publish(tx, ids.map(sessionTokenId));
+        return ids;
+      });
+    } catch (err) {
+      revocation.cancel();
+      throw err;
+    }
+    await this.confirmed(revocation, 'browser sessions end');
+    return ended.length;
   }
 
   /**

@@ -118,6 +118,15 @@ export class BrowserSessionsRepository {
     return rows[0]?.id;
   }
 
+  /** Deletes every session of the user; their ids. */
+  async deleteAllOfUser(userId: string, tx: Queryable): Promise<string[]> {
+    const [rows]: [{ id: string }[], number] = await tx.query(
+      `DELETE FROM browser_sessions WHERE user_id = $1 RETURNING id`,
+      [userId],
+    );
+    return rows.map((row) => row.id);
+  }
+
   /** Sets last_seen_at unless it was set within the last minute. */
   async touchLastSeen(id: string): Promise<void> {
     await this.db.query(

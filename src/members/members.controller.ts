@@ -3,7 +3,7 @@ import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { ApiOperationDoc } from '../common/openapi/api-docs';
-import { AddMemberDto, MemberView, UpdateMemberDto } from './dto/member.dto';
+import { AddMemberDto, CredentialsEndedView, MemberView, UpdateMemberDto } from './dto/member.dto';
 import { MembersService } from './members.service';
 
 @ApiTags('Organization Members')
@@ -48,6 +48,21 @@ export class MembersController {
   })
   show(@CurrentAccess() access: OrgAccess, @Param('email') email: string) {
     return this.members.show(access, email);
+  }
+
+  @Delete(':email/credentials')
+  @Route('members.end_credentials')
+  @ApiParam({ name: 'email', description: "The member's email" })
+  @ApiOperationDoc({
+    summary: "End all of a member's sign-ins: its browser sessions and personal access tokens",
+    description:
+      'Extension of 2.0.0 (admin). Every browser session of the member ends and every personal access token is ' +
+      'revoked, on every instance, before the answer; they are the user’s, so its sign-ins end in its other ' +
+      'organizations too. The member stays a member and can sign in again. Audited (`member.credentials_end`).',
+    data: CredentialsEndedView,
+  })
+  endCredentials(@CurrentAccess() access: OrgAccess, @Param('email') email: string) {
+    return this.members.endCredentials(access, email);
   }
 
   @Put(':email')

@@ -14,6 +14,8 @@ import type { LockedMemberRow } from '../orgs/memberships.repository';
 import type { MembershipsRepository } from '../orgs/memberships.repository';
 import type { OrgsService } from '../orgs/orgs.service';
 import type { UsersService } from '../users/users.service';
+import type { TokensService } from '../auth/tokens.service';
+import type { BrowserSessionAuthenticator } from '../browser-sessions/browser-session-authenticator';
 import { MembersService } from './members.service';
 
 const LAST_ADMIN = 'an organization needs at least one admin: add another admin first';
@@ -38,6 +40,8 @@ function setup(member: LockedMemberRow | null = null, otherAdmins = 0) {
     fake<UsersService>(users),
     transactions,
     fake<AuditService>(audit),
+    fake<TokensService>({}),
+    fake<BrowserSessionAuthenticator>({}),
   );
   return { service, memberships, users, orgs, audit, transactions };
 }

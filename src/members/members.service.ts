@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
+import { TokensService } from '../auth/tokens.service';
+import { BrowserSessionAuthenticator } from '../browser-sessions/browser-session-authenticator';
 import type { Actor, OrgAccess } from '../common/auth/actor';
 import type { Role } from '../common/auth/roles';
 import { DomainError } from '../common/errors/domain-error';
@@ -21,6 +23,8 @@ export class MembersService {
     private readonly users: UsersService,
     private readonly transactions: Transactions,
     private readonly audit: AuditService,
+    private readonly tokens: TokensService,
+    private readonly browserSessions: BrowserSessionAuthenticator,
   ) {}
 
   async list(access: OrgAccess): Promise<{ data: MemberView[] }> {
@@ -32,6 +36,31 @@ export class MembersService {
     return this.memberships
       .listMembersWithIds(orgId)
       .then((rows) => rows.map(({ user_id, ...member }) => ({ ...member, userId: user_id })));
+  }
+
+  /**
+   * Ends every browser session and revokes every personal access token of a member (admin): its sign-ins end
+   * everywhere, in every organization (a token is the user's, not the organization's). Audited.
+   */
+  async endCredentials(
+    access: OrgAccess,
+    email: string,
+  ): Promise<{ data: { sessions_ended: number; tokens_revoked: number } }> {
+    const userId = await this.memberships.findMemberUserId(access.orgId, normaliseEmail(email));
+    if (userId === null) throw DomainError.notFound();
+    const sessions = await this.browserSessions.endAllOfUser(userId);
+    const tokens = await this.tokens.revokeAllOfUser(userId);
+    await this.transactions.run((tx) =>
+      this.audit.record(tx, {
+        orgId: access.orgId,
+        actor: access.actor,
+        action: 'member.credentials_end',
+        targetType: 'user',
+        targetId: normaliseEmail(email),
+        details: { sessions_ended: sessions, tokens_revoked: tokens },
+      }),
+    );
+    return { data: { sessions_ended: sessions, tokens_revoked: tokens } };
   }
 
   async show(access: OrgAccess, email: string): Promise<{ data: MemberView }> {

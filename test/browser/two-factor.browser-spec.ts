@@ -123,6 +123,23 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     await screenshot(page, 'org-policy');
     const refused = await t.http().get('/api/orgs/two-factor/products').set(bob.auth).expect(403);
     expect(refused.body.errors.detail).toContain('requires two-factor sign-in');
+
+    // The admin ends Bob's sign-ins (after a confirmation): his token no longer works anywhere.
+    page.once('dialog', (dialog) => void dialog.accept());
+    // The list reloads after the change, its last request being the members' two-factor states.
+    const reloaded = page.waitForResponse((response) => response.url().endsWith('/policies/members'));
+    await page.getByRole('button', { name: `End sign-ins of ${bob.user.email}` }).click();
+    await page
+      .getByText(`Sign-ins of ${bob.user.email} ended: 0 session(s) ended, 1 token(s) revoked.`)
+      .waitFor();
+    await t.http().get('/api/users/me').set(bob.auth).expect(401);
+    await reloaded; // a navigation before it would abort the list's reload
+
+    // The account page lists this browser session (which it cannot end from here) and where tokens were used.
+    await page.goto(`${url}/account`);
+    const sessions = page.getByRole('region', { name: 'Browser sessions' });
+    await sessions.getByText('(this session)').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
     await context.close();
   });

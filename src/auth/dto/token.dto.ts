@@ -114,6 +114,14 @@ export class TokenView {
     description: 'When it was last used, to the minute; null: never',
   })
   last_used_at: string | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The address it was last used from (recorded with last_used_at, at most once a minute)',
+    example: '203.0.113.7',
+  })
+  last_used_address: string | null;
 }
 
 /** A new token: the only response that ever holds it. */

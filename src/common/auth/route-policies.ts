@@ -35,6 +35,7 @@ export const ROUTE_POLICIES = {
   'members.add': { scope: 'org', role: 'admin' },
   'members.update': { scope: 'org', role: 'admin' },
   'members.remove': { scope: 'org', role: 'admin' },
+  'members.end_credentials': { scope: 'org', role: 'admin' },
   'members.invite': { scope: 'org', role: 'admin' },
   'invitations.list': { scope: 'org', role: 'admin' },
   'invitations.revoke': { scope: 'org', role: 'admin' },

@@ -24,3 +24,8 @@ export class MemberView {
   @ApiProperty({ example: 'Grace Hopper' }) name: string;
   @ApiProperty({ enum: ROLES, example: 'manage' }) role: Role;
 }
+
+export class CredentialsEndedView {
+  @ApiProperty({ description: 'Browser sessions ended', example: 2 }) sessions_ended: number;
+  @ApiProperty({ description: 'Personal access tokens revoked', example: 3 }) tokens_revoked: number;
+}

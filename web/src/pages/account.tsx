@@ -3,6 +3,7 @@ import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
 import { ActionsHeader } from '../components/actions-header';
 import { ErrorAlert, Status } from '../components/alert';
+import { BrowserSessionsSection } from '../components/browser-sessions';
 import { TwoFactorSection } from '../components/two-factor';
 import type { Session } from '../session';
 
@@ -98,6 +99,7 @@ export function Account({ session }: { session: Session }) {
               <th scope="col">Scope</th>
               <th scope="col">Created</th>
               <th scope="col">Last used</th>
+              <th scope="col">From</th>
               <th scope="col">Expires</th>
               <ActionsHeader />
             </tr>
@@ -109,6 +111,7 @@ export function Account({ session }: { session: Session }) {
                 <td>{token.scope}</td>
                 <td>{when(token.inserted_at, '')}</td>
                 <td>{when(token.last_used_at, 'never')}</td>
+                <td>{token.last_used_address ?? ''}</td>
                 <td>{when(token.expires_at, 'never')}</td>
                 <td>
                   <button
@@ -137,6 +140,7 @@ export function Account({ session }: { session: Session }) {
         <button type="submit">Create token</button>
       </form>
       <TwoFactorSection />
+      <BrowserSessionsSection />
     </>
   );
 }

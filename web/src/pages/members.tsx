@@ -79,6 +79,21 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
     await done(response, failure, `${member.email} was removed.`);
   };
 
+  const endSignIns = async (member: Member) => {
+    if (!window.confirm(`End every browser session and revoke every token of ${member.email}?`)) return;
+    const {
+      data,
+      error: failure,
+      response,
+    } = await api.DELETE('/api/orgs/{org_name}/users/{email}/credentials', {
+      params: { path: { ...path, email: member.email } },
+    });
+    const counts = data
+      ? `${data.data.sessions_ended} session(s) ended, ${data.data.tokens_revoked} token(s) revoked`
+      : '';
+    await done(response, failure, `Sign-ins of ${member.email} ended: ${counts}.`);
+  };
+
   const invite = async (event: Event) => {
     event.preventDefault();
     const { error: failure, response } = await api.POST('/api/orgs/{org_name}/users/invite', {
@@ -145,7 +160,17 @@ export function Members({ org, role, me }: { org: string; role: Role | undefined
                       onClick={() => void remove(member)}
                     >
                       {member.email === me ? 'Leave' : 'Remove'}
-                    </button>
+                    </button>{' '}
+                    {member.email !== me && (
+                      <button
+                        type="button"
+                        class="secondary"
+                        aria-label={`End sign-ins of ${member.email}`}
+                        onClick={() => void endSignIns(member)}
+                      >
+                        End sign-ins
+                      </button>
+                    )}
                   </td>
                 )}
               </tr>
