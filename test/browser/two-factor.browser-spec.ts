@@ -1,4 +1,4 @@
-import type { Browser } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { totpCode } from '../../src/auth/totp';
 import { launchChromium, screenshot } from '../support/chromium';
 import { PASSWORD, productsShown, seriousViolations, watchedPage } from '../support/console-browser';
@@ -37,10 +37,17 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     await t?.close();
   });
 
-  it('enrol from the account page, keep the backup codes, then sign in with a code (and with a backup code)', async () => {
-    const problems: string[] = [];
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await watchedPage(context, problems);
+  // One browser page through the three steps (each a test of its own, so that each has the whole time budget).
+  const problems: string[] = [];
+  let context: BrowserContext;
+  let page: Page;
+  let secret: string;
+  let backupCode: string;
+  const label = 'Code from your authenticator app (or a backup code)';
+
+  it('enrol from the account page: QR code, a first code, ten backup codes shown once', async () => {
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await watchedPage(context, problems);
     await page.goto(url);
     await page.getByLabel('Email').fill(ada.user.email);
     await page.getByLabel('Password').fill(PASSWORD);
@@ -60,13 +67,12 @@ describe('two-factor sign-in in the console (Chromium)', () => {
         return image.complete && image.naturalWidth > 0;
       }),
     ).toBe(true);
-    const secret = (await section.locator('.totp-secret').textContent())!.trim();
+    secret = (await section.locator('.totp-secret').textContent())!.trim();
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'two-factor-enrol');
 
     // A wrong code is refused in words; the right one turns it on and shows ten backup codes once.
-    const label = 'Code from your authenticator app (or a backup code)';
     await section.getByLabel(label).fill('000000' === totpCode(secret) ? '111111' : '000000');
     await section.getByRole('button', { name: 'Turn on' }).click();
     await section.getByRole('alert').getByText('The code is invalid or was already used.').waitFor();
@@ -76,12 +82,13 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     const codes = section.getByRole('region', { name: 'Backup codes' }).locator('li');
     await codes.first().waitFor();
     expect(await codes.count()).toBe(10);
-    const backupCode = (await codes.first().textContent())!.trim();
+    backupCode = (await codes.first().textContent())!.trim();
     await section.getByText(/On since .*10 backup codes left\./).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await section.getByRole('button', { name: 'Done' }).click();
+  });
 
-    // Signed out, a password alone is not enough: the page asks for the code.
+  it('signed out, a password alone is not enough: the page asks for a code, and a backup code works once', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Email').fill(ada.user.email);
     await page.getByLabel('Password').fill(PASSWORD);
@@ -106,8 +113,9 @@ describe('two-factor sign-in in the console (Chromium)', () => {
     await productsShown(page);
     await page.goto(`${url}/account`);
     await page.getByText(/On since .*9 backup codes left\./).waitFor();
+  });
 
-    // With it on, the admin may require it of every member: the members list says who is then refused.
+  it("the admin requires two-factor sign-in of the organization's members and ends a member's sign-ins", async () => {
     await page.goto(`${url}/orgs/two-factor/members`);
     const policy = page.getByRole('region', { name: 'Sign-in policy' });
     await policy.getByLabel('Members must have two-factor sign-in on').check();
