@@ -20,6 +20,7 @@ import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
 import { TwoFactor1795933857844 } from './1795933857844-TwoFactor';
 import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
 import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
+import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -45,4 +46,5 @@ export const MIGRATIONS: Function[] = [
   TwoFactor1795933857844,
   OrgPolicies1795934868820,
   TokenLastUsedAddress1795935365541,
+  SingleSignOn1795936223648,
 ];

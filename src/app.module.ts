@@ -24,6 +24,7 @@ import { IrohModule } from './iroh/iroh.module';
 import { LiveModule } from './live/live.module';
 import { MembersModule } from './members/members.module';
 import { OrgPoliciesModule } from './org-policies/org-policies.module';
+import { SingleSignOnModule } from './single-sign-on/single-sign-on.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ProductsModule } from './products/products.module';
 import { ScriptsModule } from './scripts/scripts.module';
@@ -56,6 +57,7 @@ export const FEATURE_MODULES = [
   CliSessionsModule,
   InvitationsModule,
   BrowserSessionsModule,
+  SingleSignOnModule,
   LiveModule,
   OverviewModule,
 ];

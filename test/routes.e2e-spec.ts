@@ -89,6 +89,11 @@ describe('route table', () => {
       'InvitationPageController.accept',
       'InvitationPageController.show',
       'MetricsController.scrape',
+      // Single sign-on: whether it is on; the browser's start and the provider's callback (the `state` it was
+      // started with, in the browser's cookie and checked once, and the provider's signed answer are the credential).
+      'SingleSignOnController.callback',
+      'SingleSignOnController.start',
+      'SingleSignOnController.status',
     ]);
   });
 

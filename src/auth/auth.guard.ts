@@ -28,7 +28,7 @@ const DAY_MS = 86_400_000;
  * allows.
  */
 function policyRefusal(policy: PolicyColumns, actor: Actor): string | undefined {
-  if (policy.lacks_two_factor === true) {
+  if (policy.lacks_two_factor === true && actor.singleSignOn !== true) {
     return 'this organization requires two-factor sign-in: turn it on for your account (POST /api/users/me/two_factor) to work in it';
   }
   if (actor.tokenIssuedAt === undefined) return undefined;

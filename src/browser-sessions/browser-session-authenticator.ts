@@ -27,6 +27,7 @@ function actorOfSession(row: LiveSessionRow): Actor {
     tokenId: sessionTokenId(row.id),
     scope: 'all',
     sessionId: row.id,
+    ...(row.sign_in_method === 'oidc' && { singleSignOn: true }),
   };
 }
 

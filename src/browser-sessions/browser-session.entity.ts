@@ -32,6 +32,10 @@ export class BrowserSession {
   @Column({ name: 'user_agent', type: 'varchar', length: 255, nullable: true })
   userAgent: string | null;
 
+  /** How the session signed in: `password` (with its second factor, if any) or `oidc` (single sign-on). */
+  @Column({ name: 'sign_in_method', type: 'varchar', length: 16, default: 'password' })
+  signInMethod: string;
+
   @Column({ name: 'source_address', type: 'varchar', length: 64, nullable: true })
   sourceAddress: string | null;
 

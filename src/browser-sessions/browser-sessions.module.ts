@@ -12,5 +12,6 @@ import { SessionCookieInterceptor } from './session-cookie';
   imports: [AuthModule],
   controllers: [BrowserSessionsController, UserSessionsController],
   providers: [BrowserSessionsService, SessionCookieInterceptor],
+  exports: [BrowserSessionsService],
 })
 export class BrowserSessionsModule {}

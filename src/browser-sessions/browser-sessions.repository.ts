@@ -3,6 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Queryable } from '../database/transactions';
 
+/** How a browser session signed in. */
+export type SignInMethod = 'password' | 'oidc';
+
 /** How long sessions live, in seconds: every read ignores a session past either limit. */
 export interface SessionLimits {
   idleSec: number;
@@ -12,6 +15,7 @@ export interface SessionLimits {
 /** A live session and its user, as the cookie authenticates it. */
 export interface LiveSessionRow {
   id: string;
+  sign_in_method: SignInMethod;
   last_seen_at: Date;
   /** When it ends unless used again: the earlier of its idle and its absolute expiry. */
   expires_at: Date;
@@ -51,11 +55,12 @@ export class BrowserSessionsRepository {
     userAgent: string | null,
     sourceAddress: string,
     limits: SessionLimits,
+    method: SignInMethod = 'password',
   ): Promise<ListedSessionRow> {
     const rows: ListedSessionRow[] = await this.db.query(
-      `INSERT INTO browser_sessions AS s (user_id, token_hash, user_agent, source_address)
-       VALUES ($1, $4, $5, $6) RETURNING ${LISTED}`,
-      [userId, limits.idleSec, limits.maxSec, hash, userAgent, sourceAddress],
+      `INSERT INTO browser_sessions AS s (user_id, token_hash, user_agent, source_address, sign_in_method)
+       VALUES ($1, $4, $5, $6, $7) RETURNING ${LISTED}`,
+      [userId, limits.idleSec, limits.maxSec, hash, userAgent, sourceAddress, method],
     );
     return rows[0];
   }
@@ -71,7 +76,8 @@ export class BrowserSessionsRepository {
 
   async findLiveByHash(hash: Buffer, limits: SessionLimits): Promise<LiveSessionRow | undefined> {
     const rows: LiveSessionRow[] = await this.db.query(
-      `SELECT s.id, s.last_seen_at, ${IDLE_EXPIRY} AS expires_at, u.id AS user_id, u.email, u.username, u.name
+      `SELECT s.id, s.sign_in_method, s.last_seen_at, ${IDLE_EXPIRY} AS expires_at,
+              u.id AS user_id, u.email, u.username, u.name
          FROM browser_sessions s JOIN users u ON u.id = s.user_id
         WHERE s.token_hash = $1 AND ${LIVE}`,
       [hash, limits.idleSec, limits.maxSec],

@@ -4,7 +4,12 @@ import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { parseBigId } from '../common/values';
 import { BrowserSessionAuthenticator } from './browser-session-authenticator';
-import { BrowserSessionsRepository, type ListedSessionRow } from './browser-sessions.repository';
+import {
+  BrowserSessionsRepository,
+  type ListedSessionRow,
+  type SignInMethod,
+} from './browser-sessions.repository';
+import type { UserRecord } from '../users/user-record';
 import type { BrowserSessionView, SessionView, SignInDto } from './dto/browser-session.dto';
 import { WithSessionCookie } from './session-cookie';
 import { csrfTokenOf, hashSessionSecret, newSessionSecret, type SessionRequest } from './session-request';
@@ -59,6 +64,16 @@ export class BrowserSessionsService {
       request.sourceAddress,
       input.code,
     );
+    const { secret, row } = await this.open(user, request, 'password');
+    return new WithSessionCookie(secret, { data: sessionView(user, secret, row) });
+  }
+
+  /** A new session for a user who has signed in (by password here, or through single sign-on): its secret. */
+  async open(
+    user: Pick<UserRecord, 'id'>,
+    request: Pick<SessionRequest, 'userAgent' | 'sourceAddress'>,
+    method: SignInMethod,
+  ): Promise<{ secret: string; row: ListedSessionRow }> {
     const limits = this.authenticator.limits;
     await this.sessions.deleteExpired(limits);
     const secret = newSessionSecret();
@@ -68,9 +83,10 @@ export class BrowserSessionsService {
       request.userAgent,
       request.sourceAddress,
       limits,
+      method,
     );
-    this.logger.log({ userId: user.id, sessionId: row.id }, 'browser sign-in');
-    return new WithSessionCookie(secret, { data: sessionView(user, secret, row) });
+    this.logger.log({ userId: user.id, sessionId: row.id, method }, 'browser sign-in');
+    return { secret, row };
   }
 
   /** `GET /api/session`: the cookie's session, with its CSRF token (a reloaded page has only the cookie). */

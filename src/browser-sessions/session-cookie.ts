@@ -24,6 +24,12 @@ export class WithSessionCookie<T> {
   }
 }
 
+/** The `Set-Cookie` value of a session's cookie (`null`: one that clears it). */
+export function sessionCookie(secret: string | null, secure: boolean): string {
+  const clear = secret === null ? '; Max-Age=0' : '';
+  return `${SESSION_COOKIE}=${secret ?? ''}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}${clear}`;
+}
+
 /**
  * Sets the session cookie of a `WithSessionCookie` result and answers with its body. The cookie lasts as long as
  * the browser (the server ends the session); `Secure` when the public URL is https or the request came over TLS.
@@ -42,14 +48,7 @@ export class SessionCookieInterceptor implements NestInterceptor {
         if (!(result instanceof WithSessionCookie)) return result;
         const http = context.switchToHttp();
         const secure = this.httpsPublicUrl || http.getRequest<Request>().secure ? '; Secure' : '';
-        const value = result.secret ?? '';
-        const clear = result.secret === null ? '; Max-Age=0' : '';
-        http
-          .getResponse<Response>()
-          .append(
-            'Set-Cookie',
-            `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict${secure}${clear}`,
-          );
+        http.getResponse<Response>().append('Set-Cookie', sessionCookie(result.secret, secure !== ''));
         return result.body as unknown;
       }),
     );

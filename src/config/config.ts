@@ -50,6 +50,19 @@ export interface AppConfig {
   browserSessions: BrowserSessionsConfig;
   /** Event streams (`GET .../events`) one user may have open at once, across instances. */
   eventStreamsPerUser: number;
+  /** Single sign-on through an OpenID Connect provider: null when `FLEETHUB_OIDC_ISSUER` is unset (off). */
+  oidc: OidcConfig | null;
+}
+
+export interface OidcConfig {
+  /** The provider's issuer URL (its discovery document is `<issuer>/.well-known/openid-configuration`). */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** What the sign-in button says: "Sign in with <displayName>". */
+  displayName: string;
+  /** A verified email without an account gets one at its first sign-in (else it is refused). */
+  createUsers: boolean;
 }
 
 export interface BrowserSessionsConfig {
@@ -240,6 +253,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxHours: integer(env, 'FLEETHUB_SESSION_MAX_HOURS', 12, 1, 8_760, problems),
   };
   const eventStreamsPerUser = integer(env, 'FLEETHUB_EVENT_STREAMS_PER_USER', 10, 1, 1000, problems);
+  const oidc = oidcConfig(env, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -265,6 +279,41 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smtp,
     browserSessions,
     eventStreamsPerUser,
+    oidc,
+  };
+}
+
+function oidcConfig(env: Env, problems: string[]): OidcConfig | null {
+  const issuer = present(env, 'FLEETHUB_OIDC_ISSUER');
+  const clientId = present(env, 'FLEETHUB_OIDC_CLIENT_ID');
+  const clientSecret = present(env, 'FLEETHUB_OIDC_CLIENT_SECRET');
+  if (issuer === undefined) {
+    if (clientId !== undefined || clientSecret !== undefined) {
+      problems.push(
+        'FLEETHUB_OIDC_CLIENT_ID or _SECRET set but FLEETHUB_OIDC_ISSUER is not (it turns single sign-on on)',
+      );
+    }
+    return null;
+  }
+  try {
+    const protocol = new URL(issuer).protocol;
+    if (protocol !== 'https:' && protocol !== 'http:')
+      problems.push('FLEETHUB_OIDC_ISSUER must be an https:// URL');
+  } catch {
+    problems.push(`FLEETHUB_OIDC_ISSUER is not a valid URL (got "${issuer}")`);
+  }
+  if (clientId === undefined) problems.push('FLEETHUB_OIDC_CLIENT_ID is required with FLEETHUB_OIDC_ISSUER');
+  if (clientSecret === undefined)
+    problems.push('FLEETHUB_OIDC_CLIENT_SECRET is required with FLEETHUB_OIDC_ISSUER');
+  const create = (present(env, 'FLEETHUB_OIDC_CREATE_USERS') ?? 'false').toLowerCase();
+  if (create !== 'true' && create !== 'false')
+    problems.push('FLEETHUB_OIDC_CREATE_USERS must be true or false');
+  return {
+    issuer,
+    clientId: clientId ?? '',
+    clientSecret: clientSecret ?? '',
+    displayName: present(env, 'FLEETHUB_OIDC_NAME') ?? 'single sign-on',
+    createUsers: create === 'true',
   };
 }
 

@@ -4,6 +4,8 @@ import { CliSession } from '../cli-sessions/cli-session.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { UserTwoFactor } from '../auth/user-two-factor.entity';
 import { OrgPolicy } from '../org-policies/org-policy.entity';
+import { OidcSignIn } from '../single-sign-on/oidc-sign-in.entity';
+import { UserIdentity } from '../single-sign-on/user-identity.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { BrowserSession } from '../browser-sessions/browser-session.entity';
 import { CaCertificate } from '../certificates/ca-certificate.entity';
@@ -44,6 +46,8 @@ export const ENTITIES = [
   AccessToken,
   UserTwoFactor,
   OrgPolicy,
+  OidcSignIn,
+  UserIdentity,
   Product,
   SupportScript,
   Device,

@@ -14,6 +14,8 @@ export interface Actor {
   scope: TokenScope;
   /** Set when a browser session's cookie authenticated the request: that session's id. */
   sessionId?: string;
+  /** The session signed in through the identity provider (single sign-on), which stands for a second factor. */
+  singleSignOn?: boolean;
   /** How answers render where the spec and NervesHub differ (absent: `fleethub`). */
   rendering?: TokenRendering;
   /** When the personal access token was created (ms since the epoch); absent for a browser session. */

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import { ErrorAlert } from '../components/alert';
 import type { Session } from '../session';
@@ -22,6 +22,15 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
   const [code, setCode] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  /** The identity provider's sign-in, when the server has single sign-on. */
+  const [sso, setSso] = useState<{ name: string; url: string } | null>(null);
+  useEffect(() => {
+    void api.GET('/api/auth/single_sign_on').then(({ data }) => {
+      if (data?.data.enabled && data.data.start_url !== null) {
+        setSso({ name: data.data.name ?? 'single sign-on', url: data.data.start_url });
+      }
+    });
+  }, []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -89,6 +98,13 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      {sso !== null && (
+        <p class="single-sign-on">
+          <a class="button" href={sso.url}>
+            Sign in with {sso.name}
+          </a>
+        </p>
+      )}
     </main>
   );
 }
