@@ -40,23 +40,8 @@ export class AuditRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /** Inserts an entry in the transaction of the change it records. */
-  async insert(entry: AuditInsert, tx: Queryable): Promise<void> {
-    await tx.query(
-      `INSERT INTO audit_logs
-         (org_id, actor_user_id, actor_type, actor_name, action, target_type, target_id, details, request_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [
-        entry.orgId,
-        entry.actorUserId,
-        entry.actorType,
-        entry.actorName,
-        entry.action,
-        entry.targetType,
-        entry.targetId,
-        entry.details,
-        entry.requestId,
-      ],
-    );
+  async insert({ orgId, ...entry }: AuditInsert, tx: Queryable): Promise<void> {
+    await this.insertInOrgs([orgId], entry, tx);
   }
 
   /** The same entry in each of several organizations (an account's own event, e.g. its two-factor sign-in). */
