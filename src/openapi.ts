@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { SESSION_COOKIE } from './browser-sessions/session-request';
-import { eventSchemas } from './webhooks/webhook-event-types';
+import { eventCallback, eventSchemas } from './webhooks/webhook-event-types';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from './common/validation/json-limits';
 
 export const API_VERSION = '2.0.0';
@@ -76,6 +76,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
   });
   document.components = document.components ?? {};
+  const create = document.paths['/api/orgs/{org_name}/webhooks']?.post;
+  if (create) create.callbacks = eventCallback() as NonNullable<typeof create.callbacks>;
   document.components.schemas = {
     ...document.components.schemas,
     ...(eventSchemas() as NonNullable<typeof document.components.schemas>),

@@ -199,6 +199,20 @@ describe('webhooks', () => {
       expect(doc.components.schemas['WebhookEventEnvelope']).toBeDefined();
       expect(doc.components.schemas['WebhookEvent_device.created_v1']).toBeDefined();
       expect(doc.components.schemas['WebhookEvent_deployment_group.paused_v1']).toBeDefined();
+      // What fleethub POSTs to a webhook: the create operation's callback, its body one of the catalogue's types.
+      const paths = (doc as unknown as { paths: Record<string, Record<string, { callbacks?: unknown }>> })
+        .paths;
+      expect(paths['/api/orgs/{org_name}/webhooks'].post.callbacks).toMatchObject({
+        event: {
+          '{$request.body#/url}': {
+            post: {
+              requestBody: {
+                content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEvent' } } },
+              },
+            },
+          },
+        },
+      });
     });
   });
 

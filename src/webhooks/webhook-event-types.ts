@@ -505,6 +505,10 @@ export function eventSchemas(): Record<string, object> {
       },
     },
   };
+  schemas.WebhookEvent = {
+    description: 'One webhook request body: one of the event types of the catalogue, told apart by `type`',
+    oneOf: EVENT_TYPES.map((t) => ({ $ref: `#/components/schemas/${schemaName(t)}` })),
+  };
   for (const t of EVENT_TYPES) {
     schemas[schemaName(t)] = {
       description: `${t.description}. Subject: \`${t.subject}\`.`,
@@ -539,4 +543,41 @@ export function eventSchemas(): Record<string, object> {
     };
   }
   return schemas;
+}
+
+/**
+ * The OpenAPI callback of `POST .../webhooks`: what fleethub POSTs to the webhook's `url` (the body is a
+ * `WebhookEvent`; a 2xx answer delivers it, anything else is retried).
+ */
+export function eventCallback(): Record<string, unknown> {
+  return {
+    event: {
+      '{$request.body#/url}': {
+        post: {
+          operationId: 'Webhooks_event',
+          tags: ['Webhooks'],
+          summary: 'An event, POSTed to the webhook by fleethub',
+          description:
+            'Signed as Standard Webhooks define: `webhook-id` (the event id; the same on every attempt), ' +
+            '`webhook-timestamp`, `webhook-signature`. Delivered at least once, in order per subject; no redirect ' +
+            'is followed.',
+          security: [],
+          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+            name,
+            in: 'header',
+            required: true,
+            schema: { type: 'string' },
+          })),
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEvent' } } },
+          },
+          responses: {
+            '200': { description: 'Any 2xx: delivered' },
+            '400': { description: 'Anything else (or no answer in time): tried again later' },
+          },
+        },
+      },
+    },
+  };
 }
