@@ -21,6 +21,7 @@ import { TwoFactor1795933857844 } from './1795933857844-TwoFactor';
 import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
 import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
 import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
+import { Webhooks1795937034619 } from './1795937034619-Webhooks';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -47,4 +48,5 @@ export const MIGRATIONS: Function[] = [
   OrgPolicies1795934868820,
   TokenLastUsedAddress1795935365541,
   SingleSignOn1795936223648,
+  Webhooks1795937034619,
 ];

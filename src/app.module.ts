@@ -32,6 +32,7 @@ import { OrgsModule } from './orgs/orgs.module';
 import { OverviewModule } from './overview/overview.module';
 import { TelemetryModule } from './telemetry/telemetry.module';
 import { UsersModule } from './users/users.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 /** Feature modules served over HTTP; the CLI reuses the same ones without the HTTP layer. */
 export const FEATURE_MODULES = [
@@ -60,6 +61,7 @@ export const FEATURE_MODULES = [
   SingleSignOnModule,
   LiveModule,
   OverviewModule,
+  WebhooksModule,
 ];
 
 @Module({})

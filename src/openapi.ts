@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { SESSION_COOKIE } from './browser-sessions/session-request';
+import { eventCallback, eventSchemas } from './webhooks/webhook-event-types';
 import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from './common/validation/json-limits';
 
 export const API_VERSION = '2.0.0';
@@ -36,6 +37,9 @@ const TAGS: Record<string, string> = {
     "and one device's console and logs",
   'Fleet Overview':
     "A product's fleet at a glance: connected now and over time, firmware versions, rollouts, health alarms",
+  Webhooks:
+    "An organization's events POSTed to its endpoints, signed as Standard Webhooks define, at least once and in " +
+    'order per subject; the event catalogue is in `components.schemas` (`WebhookEvent_<type>_v<version>`)',
 };
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
@@ -70,9 +74,17 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     )
     .build();
   config.tags = Object.entries(TAGS).map(([name, description]) => ({ name, description }));
-  return SwaggerModule.createDocument(app, config, {
+  const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
   });
+  document.components = document.components ?? {};
+  const create = document.paths['/api/orgs/{org_name}/webhooks']?.post;
+  if (create) create.callbacks = eventCallback() as NonNullable<typeof create.callbacks>;
+  document.components.schemas = {
+    ...document.components.schemas,
+    ...(eventSchemas() as NonNullable<typeof document.components.schemas>),
+  };
+  return document;
 }
 
 /** `/api/openapi.json` and Swagger UI at `/api/docs`, served from the bundled swagger-ui-dist (offline). */

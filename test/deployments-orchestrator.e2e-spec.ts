@@ -325,6 +325,13 @@ describe('deployment orchestrator (two instances)', () => {
       failure_threshold: 100,
     });
     const [failing, ignoring] = fleetDevices;
+    // A webhook that wants the failures (its host never resolves in tests): their events are in the outbox.
+    await a
+      .http()
+      .post(`/api/orgs/${org}/webhooks`)
+      .set(admin.auth)
+      .send({ url: 'https://hooks.invalid/x', event_types: ['update.failed', 'device.penalty_box_entered'] })
+      .expect(201);
     await start(group);
     await eventually(
       async () => failing.updates.length + ignoring.updates.length,
@@ -341,6 +348,37 @@ describe('deployment orchestrator (two instances)', () => {
       expect(row.update_attempts).toHaveLength(1);
     }
     expect(await releaseFailures(group.releaseId)).toBe(2);
+    const events = await a.db.query<{ type: string; subject: string; data: Record<string, unknown> }[]>(
+      `SELECT type, subject, data FROM webhook_events WHERE subject = ANY($1) ORDER BY id`,
+      [[failing, ignoring].map((d) => `device:${d.identifier}`)],
+    );
+    for (const device of [failing, ignoring]) {
+      expect(events.filter((e) => e.subject === `device:${device.identifier}`)).toEqual([
+        {
+          type: 'update.failed',
+          subject: `device:${device.identifier}`,
+          data: {
+            identifier: device.identifier,
+            product,
+            deployment_group: group.name,
+            release: 1,
+            reason: 'reported',
+            actor: { type: 'system' },
+          },
+        },
+        {
+          type: 'device.penalty_box_entered',
+          subject: `device:${device.identifier}`,
+          data: {
+            identifier: device.identifier,
+            product,
+            deployment_group: group.name,
+            penalty_timeout_minutes: expect.any(Number),
+            actor: { type: 'system' },
+          },
+        },
+      ]);
+    }
     await b.app.get(DeploymentOrchestrator).sweep();
     await a.app.get(DeploymentOrchestrator).sweep();
     expect(await inFlight(group.id)).toBe(0);
@@ -546,7 +584,13 @@ describe('deployment orchestrator (two instances)', () => {
       {
         action: 'deployment_group.pause',
         actor_type: 'system',
-        details: { reason: paused.paused_reason, release: 1, failed_count: 2, withdrawn_updates: 1 },
+        details: {
+          product: expect.any(String),
+          reason: paused.paused_reason,
+          release: 1,
+          failed_count: 2,
+          withdrawn_updates: 1,
+        },
       },
     ]);
     const metrics = [a, b].map(async (t) => (await t.http().get('/metrics')).text);

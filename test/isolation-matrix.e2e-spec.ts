@@ -110,6 +110,8 @@ interface Fixture {
   importJob: string;
   /** A deployment group of `product` (made only for the routes that name one). */
   group: string;
+  /** A webhook of the organization (made only for the routes that name one: at most 20 per organization). */
+  webhook: string;
   /** A spare personal access token of each signed-in caller (`/api/users/me/tokens/:id` is the caller's own). */
   tokens: Record<'outsider' | Role, string>;
   /** A browser session of each signed-in caller (`/api/users/me/sessions/:id` is the caller's own). */
@@ -135,7 +137,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
 
   let firmwareKey: FwupKeyPair;
 
-  async function fixture(withGroup = false): Promise<Fixture> {
+  async function fixture(withGroup = false, withWebhook = false): Promise<Fixture> {
     const api = () => t.http();
     const product = unique('product-');
     await api().post(`/api/orgs/${org}/products`).set(admin.auth).send({ name: product }).expect(201);
@@ -171,6 +173,18 @@ describe('isolation matrix: every route × every kind of caller', () => {
         .send({ name: group, firmware: firmware.uuid, conditions: {} })
         .expect(201);
     }
+    // Its host never resolves in tests (test-app's resolver), so nothing is sent anywhere.
+    const webhook = withWebhook
+      ? String(
+          (
+            await api()
+              .post(`/api/orgs/${org}/webhooks`)
+              .set(admin.auth)
+              .send({ url: 'https://hooks.invalid/matrix', event_types: ['*'] })
+              .expect(201)
+          ).body.data.id,
+        )
+      : 'none';
     const member = await t.fixtures.user();
     await t.fixtures.addMember(org, member, 'view');
     const importJob = String(
@@ -222,6 +236,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
       invited,
       importJob,
       group,
+      webhook,
       tokens,
       sessions,
     };
@@ -257,6 +272,8 @@ describe('isolation matrix: every route × every kind of caller', () => {
           return 'nhp_missing';
         case 'serial':
           return '5111552077003819958';
+        case 'webhook_id':
+          return fx.webhook;
         default:
           throw new Error(`${route.id}: no sample value for the path parameter :${param}; add one to fill()`);
       }
@@ -277,7 +294,7 @@ describe('isolation matrix: every route × every kind of caller', () => {
     readToken = await t.fixtures.token(admin.user, { scope: 'read' });
     expiredToken = await t.fixtures.token(admin.user, { expiresAt: new Date(Date.now() - 60_000) });
     firmwareKey = await t.fixtures.registeredKey(admin, org);
-    shared = await fixture(true);
+    shared = await fixture(true, true);
     Object.assign(discovered, appRoutes(t));
   });
   afterAll(() => t.close());
@@ -331,7 +348,10 @@ describe('isolation matrix: every route × every kind of caller', () => {
         // A change that is allowed gets its own fixtures, so that it cannot spoil the next case.
         const fx =
           want.kind === 'allowed' && route.method !== 'GET'
-            ? await fixture(route.path.includes('/deployments/:name'))
+            ? await fixture(
+                route.path.includes('/deployments/:name'),
+                route.path.includes('/webhooks/:webhook_id'),
+              )
             : shared;
         const path = fill(route, fx, caller);
         const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -363,5 +383,5 @@ describe('isolation matrix: every route × every kind of caller', () => {
     }
     expect(failures).toEqual([]);
     expect(checked).toBe(discovered.routes.length * CALLERS.length);
-  }, 120_000);
+  }, 240_000); // every route × 7 callers, a fresh fixture per allowed change: minutes on a loaded machine
 });

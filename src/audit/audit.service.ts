@@ -18,6 +18,12 @@ export interface AuditEntry {
 
 const CSV_BATCH = 500;
 
+/**
+ * Told of every entry recorded, in the entry's transaction (e.g. the webhook outbox); a failure rolls the change
+ * back with its entry.
+ */
+export type AuditObserver = (tx: Queryable, entry: AuditEntry) => Promise<void>;
+
 function toView(row: AuditRow): AuditLogView {
   return {
     id: String(row.id),
@@ -84,10 +90,18 @@ export interface AuditCsvExport {
  */
 @Injectable()
 export class AuditService {
+  private readonly observers: AuditObserver[] = [];
+
   constructor(private readonly entries: AuditRepository) {}
+
+  /** Adds an observer of every entry recorded from now on (called by the observer's constructor). */
+  observe(observer: AuditObserver): void {
+    this.observers.push(observer);
+  }
 
   async record(tx: Queryable, entry: AuditEntry): Promise<void> {
     await this.entries.insert({ orgId: entry.orgId, ...this.row(entry) }, tx);
+    for (const observer of this.observers) await observer(tx, entry);
   }
 
   /** An account's own event (not an organization's change), recorded in each organization of the account. */

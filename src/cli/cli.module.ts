@@ -14,6 +14,7 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
+import { WebhookOutboxModule } from '../webhooks/webhook-outbox.module';
 import { CERTS_COMMANDS, CertsCommand } from './certs.command';
 import { CLI_COMMANDS, GROUP_COMMANDS } from './commands';
 import { DemoCommand } from './demo.command';
@@ -81,6 +82,8 @@ export class CliModule {
         // `fleethub demo` makes up the fleet (devices, pending updates, iroh endpoints) through their repositories.
         DeviceRecordsModule,
         IrohModule,
+        // Changes made here write their webhook events too (the server's instances deliver them).
+        WebhookOutboxModule,
       ],
       providers: [...CLI_COMMANDS, DemoCommand, DemoService, ...DATABASE_FREE_COMMANDS],
     };

@@ -72,6 +72,47 @@ describe('loadConfig', () => {
     );
   });
 
+  it('webhooks: https only, no internal address, 24 h of retries by default; lists validated', () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      httpHosts: [],
+      allowedRanges: [],
+      timeoutMs: 10_000,
+      backoffBaseMs: 5000,
+      backoffMaxMs: 4 * 3_600_000,
+      retryWindowMs: 24 * 3_600_000,
+      disableAfterFailures: 50,
+      disableAfterMs: 24 * 3_600_000,
+      concurrencyPerEndpoint: 4,
+      concurrencyTotal: 64,
+      pollMs: 1000,
+      retentionDays: 7,
+      secretGraceMs: 24 * 3_600_000,
+    });
+    const webhooks = loadConfig({
+      FLEETHUB_WEBHOOK_HTTP_HOSTS: 'Receiver.Local, 127.0.0.1',
+      FLEETHUB_WEBHOOK_ALLOW_CIDRS: '10.1.0.0/16, 127.0.0.1, fd00::/8',
+    }).webhooks;
+    expect(webhooks.httpHosts).toEqual(['receiver.local', '127.0.0.1']);
+    expect(webhooks.allowedRanges).toEqual([
+      { address: '10.1.0.0', prefix: 16, family: 'ipv4' },
+      { address: '127.0.0.1', prefix: 32, family: 'ipv4' },
+      { address: 'fd00::', prefix: 8, family: 'ipv6' },
+    ]);
+    expect(() =>
+      loadConfig({
+        FLEETHUB_WEBHOOK_ALLOW_CIDRS: '10.0.0.0/33,example.com',
+        FLEETHUB_WEBHOOK_HTTP_HOSTS: 'a b',
+        FLEETHUB_WEBHOOK_BACKOFF_BASE_MS: '5000',
+        FLEETHUB_WEBHOOK_BACKOFF_MAX_MS: '10',
+      }),
+    ).toThrow(
+      'FLEETHUB_WEBHOOK_HTTP_HOSTS must be a comma-separated list of host names (got "a b")\n' +
+        '  - FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "10.0.0.0/33")\n' +
+        '  - FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "example.com")\n' +
+        '  - FLEETHUB_WEBHOOK_BACKOFF_MAX_MS must be at least FLEETHUB_WEBHOOK_BACKOFF_BASE_MS',
+    );
+  });
+
   it('event streams: 10 per user by default; settable from 1 to 1000', () => {
     expect(loadConfig({}).eventStreamsPerUser).toBe(10);
     expect(loadConfig({ FLEETHUB_EVENT_STREAMS_PER_USER: '3' }).eventStreamsPerUser).toBe(3);

@@ -52,6 +52,8 @@ export interface AppConfig {
   eventStreamsPerUser: number;
   /** Single sign-on through an OpenID Connect provider: null when `FLEETHUB_OIDC_ISSUER` is unset (off). */
   oidc: OidcConfig | null;
+  /** Outgoing webhooks: where they may go, how they are retried, how long events are kept. */
+  webhooks: WebhooksConfig;
 }
 
 export interface OidcConfig {
@@ -63,6 +65,44 @@ export interface OidcConfig {
   displayName: string;
   /** A verified email without an account gets one at its first sign-in (else it is refused). */
   createUsers: boolean;
+}
+
+/** A range of addresses: `10.0.0.0/8`, `fd00::/8`, `127.0.0.1/32`. */
+export interface CidrRange {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
+export interface WebhooksConfig {
+  /** Host names (lower case) a webhook URL may name with `http://`; every other URL must be `https://`. */
+  httpHosts: string[];
+  /**
+   * Ranges that deliveries may connect to although they are loopback, private, link-local or otherwise internal
+   * (checked on the resolved address at connect time). Empty: only public addresses.
+   */
+  allowedRanges: CidrRange[];
+  /** One attempt (connect, send, response headers and excerpt) ends after this long. */
+  timeoutMs: number;
+  /** The first retry waits about this long; each next one twice as long (with jitter), at most `backoffMaxMs`. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** A delivery not answered with a 2xx within this long after its event is given up. */
+  retryWindowMs: number;
+  /** An endpoint is disabled after this many failed attempts in a row... */
+  disableAfterFailures: number;
+  /** ...that kept failing for at least this long. */
+  disableAfterMs: number;
+  /** Deliveries one instance makes to one endpoint at once. */
+  concurrencyPerEndpoint: number;
+  /** Deliveries one instance makes at once in all. */
+  concurrencyTotal: number;
+  /** How often an instance looks for due deliveries (new events also wake it at once). */
+  pollMs: number;
+  /** Events (and their delivery log) are deleted this many days after they happened. */
+  retentionDays: number;
+  /** After a rotation, the previous secret signs too for this long. */
+  secretGraceMs: number;
 }
 
 export interface BrowserSessionsConfig {
@@ -254,6 +294,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   };
   const eventStreamsPerUser = integer(env, 'FLEETHUB_EVENT_STREAMS_PER_USER', 10, 1, 1000, problems);
   const oidc = oidcConfig(env, problems);
+  const webhooks = webhooksConfig(env, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -280,6 +321,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     browserSessions,
     eventStreamsPerUser,
     oidc,
+    webhooks,
   };
 }
 
@@ -314,6 +356,70 @@ function oidcConfig(env: Env, problems: string[]): OidcConfig | null {
     clientSecret: clientSecret ?? '',
     displayName: present(env, 'FLEETHUB_OIDC_NAME') ?? 'single sign-on',
     createUsers: create === 'true',
+  };
+}
+
+/** Parses `a.b.c.d/n` or `x::y/n` (a bare address is a single host), or null when it is not one. */
+export function parseCidr(text: string): CidrRange | null {
+  const [address, prefixText, ...rest] = text.split('/');
+  if (rest.length > 0) return null;
+  const version = isIP(address);
+  if (version === 0) return null;
+  const max = version === 4 ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return null;
+  const prefix = prefixText === undefined ? max : Number(prefixText);
+  if (prefix > max) return null;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
+function webhooksConfig(env: Env, problems: string[]): WebhooksConfig {
+  const httpHosts = (present(env, 'FLEETHUB_WEBHOOK_HTTP_HOSTS') ?? '')
+    .split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter((host) => host !== '');
+  for (const host of httpHosts) {
+    if (!isHostname(host.replace(/^\[(.*)\]$/, '$1'))) {
+      problems.push(
+        `FLEETHUB_WEBHOOK_HTTP_HOSTS must be a comma-separated list of host names (got "${host}")`,
+      );
+    }
+  }
+  const allowedRanges: CidrRange[] = [];
+  for (const text of (present(env, 'FLEETHUB_WEBHOOK_ALLOW_CIDRS') ?? '').split(',')) {
+    if (text.trim() === '') continue;
+    const range = parseCidr(text.trim());
+    if (range) allowedRanges.push(range);
+    else
+      problems.push(
+        `FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "${text.trim()}")`,
+      );
+  }
+  const backoffBaseMs = integer(env, 'FLEETHUB_WEBHOOK_BACKOFF_BASE_MS', 5000, 1, 3_600_000, problems);
+  const backoffMaxMs = integer(
+    env,
+    'FLEETHUB_WEBHOOK_BACKOFF_MAX_MS',
+    4 * 3_600_000,
+    1,
+    86_400_000,
+    problems,
+  );
+  if (backoffMaxMs < backoffBaseMs) {
+    problems.push('FLEETHUB_WEBHOOK_BACKOFF_MAX_MS must be at least FLEETHUB_WEBHOOK_BACKOFF_BASE_MS');
+  }
+  return {
+    httpHosts,
+    allowedRanges,
+    timeoutMs: integer(env, 'FLEETHUB_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, problems),
+    backoffBaseMs,
+    backoffMaxMs,
+    retryWindowMs: integer(env, 'FLEETHUB_WEBHOOK_RETRY_HOURS', 24, 0, 72, problems) * 3_600_000,
+    disableAfterFailures: integer(env, 'FLEETHUB_WEBHOOK_DISABLE_AFTER_FAILURES', 50, 1, 1_000_000, problems),
+    disableAfterMs: integer(env, 'FLEETHUB_WEBHOOK_DISABLE_AFTER_HOURS', 24, 0, 720, problems) * 3_600_000,
+    concurrencyPerEndpoint: integer(env, 'FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT', 4, 1, 100, problems),
+    concurrencyTotal: integer(env, 'FLEETHUB_WEBHOOK_CONCURRENCY', 64, 1, 10_000, problems),
+    pollMs: integer(env, 'FLEETHUB_WEBHOOK_POLL_MS', 1000, 10, 60_000, problems),
+    retentionDays: integer(env, 'FLEETHUB_WEBHOOK_RETENTION_DAYS', 7, 1, 365, problems),
+    secretGraceMs: integer(env, 'FLEETHUB_WEBHOOK_SECRET_GRACE_HOURS', 24, 0, 720, problems) * 3_600_000,
   };
 }
 

@@ -38,6 +38,7 @@ import { SupportScript } from '../scripts/support-script.entity';
 import { DeviceHealth } from '../telemetry/device-health.entity';
 import { NetworkIdentity } from '../telemetry/network-identity.entity';
 import { User } from '../users/user.entity';
+import { Webhook, WebhookDelivery, WebhookDeliveryAttempt, WebhookEvent } from '../webhooks/webhook.entity';
 
 export const ENTITIES = [
   User,
@@ -80,4 +81,8 @@ export const ENTITIES = [
   ProductConnectionCount,
   ProductFirmwareCount,
   ProductConnectionSample,
+  Webhook,
+  WebhookEvent,
+  WebhookDelivery,
+  WebhookDeliveryAttempt,
 ];

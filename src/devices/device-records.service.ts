@@ -117,6 +117,11 @@ export class DeviceRecordsService {
     return this.devices.recordUpdateFailures(ids, rule, penaliseAlways, tx);
   }
 
+  /** The identifiers of these devices, by id (for the events that name them). */
+  identifiersOf(ids: readonly string[], tx?: Queryable): Promise<{ id: string; identifier: string }[]> {
+    return this.devices.identifiersOf(ids, tx);
+  }
+
   /** The device's update completed: its update attempts and penalty box are cleared. */
   clearUpdateAttempts(id: string, tx?: Queryable): Promise<void> {
     return this.devices.clearUpdateAttempts(id, tx);

@@ -589,6 +589,14 @@ export class DevicesRepository {
     return rows.filter((row) => row.penalised).map((row) => row.id);
   }
 
+  /** The identifiers of these devices (those that still exist), by id. */
+  async identifiersOf(
+    ids: readonly string[],
+    tx: Queryable = this.db,
+  ): Promise<{ id: string; identifier: string }[]> {
+    return tx.query(`SELECT id, identifier FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids]);
+  }
+
   /** Deployment orchestrator: the device's update completed: its attempts and penalty box are cleared. */
   async clearUpdateAttempts(id: string, tx: Queryable = this.db): Promise<void> {
     if (tx === this.db) await writeRows(this.db, CLEAR_UPDATE_ATTEMPTS, [id]);

@@ -14,6 +14,11 @@ export class OrgsRepository {
     return tx.getRepository(Org).save(tx.getRepository(Org).create({ name }));
   }
 
+  /** The names of the organizations with these ids (those that still exist). */
+  namesByIds(ids: string[]): Promise<{ id: string; name: string }[]> {
+    return this.db.query(`SELECT id, name FROM orgs WHERE id = ANY($1::bigint[])`, [ids]);
+  }
+
   findByName(name: string): Promise<Org | null> {
     return this.db.getRepository(Org).findOneBy({ name });
   }

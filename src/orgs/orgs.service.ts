@@ -19,6 +19,12 @@ export class OrgsService {
     private readonly audit: AuditService,
   ) {}
 
+  /** Organization names by id, for those that exist (names never change). */
+  async namesByIds(ids: string[]): Promise<Map<string, string>> {
+    const rows = ids.length === 0 ? [] : await this.orgs.namesByIds(ids);
+    return new Map(rows.map((row) => [String(row.id), row.name]));
+  }
+
   /** Creates an organization whose first admin is `ownerId`, in one transaction. */
   async create(ownerId: string, rawName: string, actor: Actor | null = null): Promise<{ data: OrgView }> {
     const name = rawName.trim();

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ExtensionSettings } from '../common/extensions/extension-settings';
-import type { Tx } from '../database/transactions';
+import type { Queryable, Tx } from '../database/transactions';
 import { Product } from './product.entity';
 import { PRODUCT_COLUMNS, type ProductRow } from './product-row';
 
@@ -28,6 +28,12 @@ export class ProductsRepository {
       [orgId, name],
     );
     return rows[0] ?? null;
+  }
+
+  /** A product's name by id (null when it is gone), in `tx` when given. */
+  async nameById(id: string, tx: Queryable = this.db): Promise<string | null> {
+    const rows = await tx.query<{ name: string }[]>(`SELECT name FROM products WHERE id = $1`, [id]);
+    return rows[0]?.name ?? null;
   }
 
   /** The organization's products by name. */

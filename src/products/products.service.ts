@@ -12,7 +12,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
 import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
-import { Transactions } from '../database/transactions';
+import { type Queryable, Transactions } from '../database/transactions';
 import { DeploymentRecordsService } from '../deployments/deployment-records.module';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
 import { FirmwareFileRemover } from '../firmware/storage/firmware-file-remover';
@@ -86,6 +86,11 @@ export class ProductsService {
   async findByName(orgId: string, name: string): Promise<ProductRecord | null> {
     const row = await this.products.findByName(orgId, name);
     return row && productFromRow(row);
+  }
+
+  /** A product's name by id, or null (for records that name their product by id, e.g. a paused group's event). */
+  nameById(id: string, tx?: Queryable): Promise<string | null> {
+    return this.products.nameById(id, tx);
   }
 
   async create(access: OrgAccess, dto: CreateProductDto): Promise<Created<{ data: ProductView }>> {

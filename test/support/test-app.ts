@@ -12,6 +12,7 @@ import { ExpressHttpAdapter } from '../../src/common/http/express-adapter';
 import { AppLogger } from '../../src/common/http/logger';
 import { type AppConfig, loadConfig } from '../../src/config/config';
 import { configureHttpApp } from '../../src/http-app';
+import { WEBHOOK_RESOLVER, type WebhookResolver } from '../../src/webhooks/webhook-sender';
 import { createTestDatabase } from './test-database';
 import { Fixtures } from './fixtures';
 
@@ -35,6 +36,12 @@ export interface TestAppOptions {
   logger?: AppLogger;
 }
 
+/**
+ * Webhook deliveries in tests resolve no host name unless a test gives its own resolver: tests never send
+ * traffic beyond loopback (receivers are `http://127.0.0.1:<port>` under an allow-list the test configures).
+ */
+const NO_HOST_NAMES: WebhookResolver = { resolve: () => Promise.resolve([]) };
+
 /** The real application on its own fresh database (cloned from the migrated template). */
 export async function createTestApp(
   env: Record<string, string> = {},
@@ -57,6 +64,9 @@ export async function createTestApp(
   });
   for (const { provide, useValue } of options.overrides ?? []) {
     builder.overrideProvider(provide).useValue(useValue);
+  }
+  if (!(options.overrides ?? []).some((o) => o.provide === WEBHOOK_RESOLVER)) {
+    builder.overrideProvider(WEBHOOK_RESOLVER).useValue(NO_HOST_NAMES);
   }
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {

@@ -129,6 +129,17 @@ export const ROUTE_POLICIES = {
   'deployments.delete': { scope: 'org', role: 'manage' },
 
   'live.events': { scope: 'org', role: 'view' },
+
+  'webhooks.eventTypes': { scope: 'org', role: 'view' },
+  'webhooks.create': { scope: 'org', role: 'manage' },
+  'webhooks.list': { scope: 'org', role: 'manage' },
+  'webhooks.show': { scope: 'org', role: 'manage' },
+  'webhooks.update': { scope: 'org', role: 'manage' },
+  'webhooks.delete': { scope: 'org', role: 'manage' },
+  'webhooks.rotateSecret': { scope: 'org', role: 'admin' },
+  'webhooks.deliveries': { scope: 'org', role: 'manage' },
+  'webhooks.redeliver': { scope: 'org', role: 'manage' },
+  'webhooks.test': { scope: 'org', role: 'manage' },
 } as const satisfies Record<string, RoutePolicy>;
 
 export type RouteName = keyof typeof ROUTE_POLICIES;

@@ -5,6 +5,8 @@ import { DeviceRecordsModule } from '../../devices/device-records.module';
 import { FirmwareRecordsModule } from '../../firmware/firmware-records.module';
 import { GatewayModule } from '../../gateway/gateway.module';
 import { MetricsModule } from '../../metrics/metrics.module';
+import { ProductsModule } from '../../products/products.module';
+import { WebhookOutboxModule } from '../../webhooks/webhook-outbox.module';
 import {
   DEFAULT_ORCHESTRATOR_TIMING,
   DeploymentOrchestrator,
@@ -22,6 +24,8 @@ import { DeploymentOrchestratorRepository } from './orchestrator.repository';
     GatewayModule,
     InstanceBusModule,
     MetricsModule,
+    ProductsModule,
+    WebhookOutboxModule,
   ],
   providers: [
     { provide: ORCHESTRATOR_TIMING, useValue: DEFAULT_ORCHESTRATOR_TIMING },

@@ -14,9 +14,12 @@ import { FirmwareRecordsService } from '../../firmware/firmware-records.service'
 import { DeviceRelay } from '../../gateway/device-relay';
 import { type CompletedUpdate, type FailedOutcome, RolloutSignals } from '../../gateway/rollout-signals';
 import { MetricsService } from '../../metrics/metrics.service';
+import { ProductsService } from '../../products/products.service';
+import type { OutboxEvent } from '../../webhooks/webhook-event-types';
+import { WebhookOutbox } from '../../webhooks/webhook-outbox';
 import { DEPLOYMENTS_CHANNEL } from '../deployment-events';
 import { LeadershipLocksRepository } from './leadership-locks.repository';
-import { DeploymentOrchestratorRepository } from './orchestrator.repository';
+import { DeploymentOrchestratorRepository, type FailureRule } from './orchestrator.repository';
 
 export { DEPLOYMENTS_CHANNEL } from '../deployment-events';
 
@@ -74,6 +77,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     private readonly firmwares: FirmwareRecordsService,
     private readonly transactions: Transactions,
     private readonly audit: AuditService,
+    private readonly products: ProductsService,
+    private readonly outbox: WebhookOutbox,
     private readonly relay: DeviceRelay,
     private readonly bus: InstanceBus,
     signals: RolloutSignals,
@@ -341,6 +346,7 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     );
     if (penalised.length > 0)
       this.logger.log(`deployment group ${rule.group_id}: ${penalised.length} device(s) in the penalty box`);
+    await this.emitFailures(rule, deviceIds, new Set(penalised.map(String)), reported, tx);
     // Under the group's claim lock: a claim either commits before the pause or finds the group inactive, and
     // the claimed updates not sent yet are withdrawn with the pause, so that no update starts after it.
     await this.repo.lockClaims(rule.group_id, tx);
@@ -354,6 +360,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
       targetType: 'deployment_group',
       targetId: paused.name,
       details: {
+        // Named for the audit log's readers and the webhook event's product filter.
+        product: await this.products.nameById(paused.product_id, tx),
         reason: paused.paused_reason,
         release: paused.release_number,
         failed_count: paused.failed_count,
@@ -362,6 +370,56 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     });
     this.paused.inc();
     this.logger.warn(`deployment group ${paused.name} (${paused.id}): ${paused.paused_reason}`);
+  }
+
+  /**
+   * The webhook events of failed updates, in their transaction: `update.failed` for each device, then
+   * `device.penalty_box_entered` for those the failure put (or kept) in the penalty box. One statement for the
+   * batch (an expiry may end many updates at once).
+   */
+  private async emitFailures(
+    rule: FailureRule,
+    deviceIds: string[],
+    penalised: Set<string>,
+    reported: boolean,
+    tx: Tx,
+  ): Promise<void> {
+    const devices = await this.devices.identifiersOf(deviceIds, tx);
+    const product = await this.products.nameById(rule.product_id, tx);
+    const system = { type: 'system' };
+    const events: OutboxEvent[] = [];
+    for (const device of devices) {
+      const subject = `device:${device.identifier}`;
+      events.push({
+        orgId: rule.org_id,
+        type: 'update.failed',
+        product,
+        subject,
+        data: {
+          identifier: device.identifier,
+          product,
+          deployment_group: rule.group_name,
+          release: rule.release_number,
+          reason: reported ? 'reported' : 'expired',
+          actor: system,
+        },
+      });
+      if (penalised.has(String(device.id)))
+        events.push({
+          orgId: rule.org_id,
+          type: 'device.penalty_box_entered',
+          product,
+          subject,
+          data: {
+            identifier: device.identifier,
+            product,
+            deployment_group: rule.group_name,
+            penalty_timeout_minutes: rule.penalty_timeout_minutes,
+            actor: system,
+          },
+        });
+    }
+    await this.outbox.emitMany(tx, events);
   }
 
   /** A device joined here: its group's leader is poked (devices gathered for `onlineBatchMs`). */

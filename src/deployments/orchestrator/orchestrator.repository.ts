@@ -13,6 +13,11 @@ export interface ClaimableGroup {
 /** The group rules an ended update is judged by (the group of the update's release). */
 export interface FailureRule {
   group_id: string;
+  /** For the webhook events of the failures: the group's organization, name, product and the release's number. */
+  org_id: string;
+  group_name: string;
+  product_id: string;
+  release_number: number;
   device_failure_threshold: number;
   device_failure_rate_seconds: number;
   device_failure_rate_amount: number;
@@ -24,6 +29,7 @@ export interface PausedGroup {
   id: string;
   org_id: string;
   name: string;
+  product_id: string;
   release_number: number;
   failed_count: number;
   paused_reason: string;
@@ -73,7 +79,8 @@ export class DeploymentOrchestratorRepository {
   /** The rules of the release's group, or null when the release is gone. */
   async failureRuleOfRelease(releaseId: string, tx: Queryable = this.db): Promise<FailureRule | null> {
     const [row] = await tx.query<FailureRule[]>(
-      `SELECT g.id AS group_id, g.device_failure_threshold, g.device_failure_rate_seconds,
+      `SELECT g.id AS group_id, g.org_id, g.name AS group_name, g.product_id, r.number AS release_number,
+              g.device_failure_threshold, g.device_failure_rate_seconds,
               g.device_failure_rate_amount, g.penalty_timeout_minutes
          FROM deployment_releases r JOIN deployment_groups g ON g.id = r.deployment_group_id
         WHERE r.id = $1`,
@@ -98,7 +105,7 @@ export class DeploymentOrchestratorRepository {
          FROM r
         WHERE g.id = r.deployment_group_id AND g.current_release_id = r.id AND g.is_active
           AND r.failed_count >= g.failure_threshold
-       RETURNING g.id, g.org_id, g.name, r.number AS release_number, r.failed_count, g.paused_reason`,
+       RETURNING g.id, g.org_id, g.name, g.product_id, r.number AS release_number, r.failed_count, g.paused_reason`,
       [releaseId, count],
     );
     return row ?? null;
