@@ -1,3 +1,4 @@
+import { ArchivesModule } from './archives/archives.module';
 import { DeploymentsModule } from './deployments/deployments.module';
 import { CliSessionsModule } from './cli-sessions/cli-sessions.module';
 import { InvitationsModule } from './invitations/invitations.module';
@@ -56,6 +57,7 @@ export const FEATURE_MODULES = [
   BrowserSessionsModule,
   LiveModule,
   OverviewModule,
+  ArchivesModule,
 ];
 
 @Module({})

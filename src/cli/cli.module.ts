@@ -14,6 +14,7 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
+import { ARCHIVES_COMMANDS, ArchivesCommand } from './archives.command';
 import { CERTS_COMMANDS, CertsCommand } from './certs.command';
 import { CLI_COMMANDS, GROUP_COMMANDS } from './commands';
 import { DemoCommand } from './demo.command';
@@ -26,10 +27,15 @@ const ALL_COMMANDS: Type<CommandRunner>[] = [
   DemoCommand,
   SimulateCommand,
   ...CERTS_COMMANDS,
+  ...ARCHIVES_COMMANDS,
 ];
 
 /** Commands that need no database: network clients of a server (and local files). */
-export const DATABASE_FREE_COMMANDS: Type<CommandRunner>[] = [SimulateCommand, ...CERTS_COMMANDS];
+export const DATABASE_FREE_COMMANDS: Type<CommandRunner>[] = [
+  SimulateCommand,
+  ...CERTS_COMMANDS,
+  ...ARCHIVES_COMMANDS,
+];
 
 @Module({})
 export class CliModule {
@@ -39,7 +45,7 @@ export class CliModule {
    * `run` only reports that it was chosen.
    */
   static forParsing(config: AppConfig, chosen: (command: Type<CommandRunner>) => void): DynamicModule {
-    const groups: Type<CommandRunner>[] = [...GROUP_COMMANDS, CertsCommand];
+    const groups: Type<CommandRunner>[] = [...GROUP_COMMANDS, CertsCommand, ArchivesCommand];
     return {
       module: CliModule,
       imports: [ConfigModule.register(config)],

@@ -1,6 +1,8 @@
 import { DeviceImport } from '../devices/device-import.entity';
 import { OrgInvitation } from '../invitations/invitation.entity';
 import { CliSession } from '../cli-sessions/cli-session.entity';
+import { Archive } from '../archives/archive.entity';
+import { DeploymentGroupArchive } from '../archives/deployment-group-archive.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { AuditLog } from '../audit/audit-log.entity';
 import { BrowserSession } from '../browser-sessions/browser-session.entity';
@@ -72,4 +74,6 @@ export const ENTITIES = [
   ProductConnectionCount,
   ProductFirmwareCount,
   ProductConnectionSample,
+  Archive,
+  DeploymentGroupArchive,
 ];
