@@ -23,8 +23,6 @@ import type { TestUser } from './support/fixtures';
 import { orgScenario } from './support/scenario';
 import { createTestApp, type TestApp } from './support/test-app';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** Two instances on one database (devices connect to either; API calls go to either), fake device auth. */
 describe('archives', () => {
   const authA = new FakeAuthenticator();
