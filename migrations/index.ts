@@ -22,6 +22,7 @@ import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
 import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
 import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
 import { Webhooks1795937034619 } from './1795937034619-Webhooks';
+import { Archives1795938194590 } from './1795938194590-Archives';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -49,4 +50,5 @@ export const MIGRATIONS: Function[] = [
   TokenLastUsedAddress1795935365541,
   SingleSignOn1795936223648,
   Webhooks1795937034619,
+  Archives1795938194590,
 ];

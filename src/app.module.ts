@@ -1,3 +1,4 @@
+import { ArchivesModule } from './archives/archives.module';
 import { DeploymentsModule } from './deployments/deployments.module';
 import { CliSessionsModule } from './cli-sessions/cli-sessions.module';
 import { InvitationsModule } from './invitations/invitations.module';
@@ -62,6 +63,7 @@ export const FEATURE_MODULES = [
   LiveModule,
   OverviewModule,
   WebhooksModule,
+  ArchivesModule,
 ];
 
 @Module({})

@@ -23,6 +23,10 @@ const TAGS: Record<string, string> = {
   'Support Scripts': 'Scripts kept per product to run on device consoles',
   'Platform Status': 'Liveness and readiness probes (no token)',
   'Device firmware download': 'Signed, expiring firmware links that devices download updates from (no token)',
+  Archives:
+    'Signed fwup files that are not firmware (models, configuration), attached to deployment groups and sent ' +
+    'to their devices',
+  'Device archive download': 'Signed, expiring archive links that devices download archives from (no token)',
   'CA Certificates':
     'CA certificates an organization registered (with proof of possession of the key): devices whose ' +
     'certificates they signed authenticate, and may be provisioned just in time',

@@ -69,6 +69,8 @@ describe('route table', () => {
   it('public routes are only the ones meant to be', () => {
     const publicRoutes = routes.filter((r) => r.isPublic).map((r) => `${r.controller}.${r.handler}`);
     expect(publicRoutes.sort()).toEqual([
+      // Devices download archives from signed, expiring links (the link is the credential).
+      'ArchiveDownloadController.download',
       'AuthController.login',
       'AuthController.loginDeprecated',
       // A browser's own session: sign-in takes credentials; reading and ending it, the session cookie (checked

@@ -266,6 +266,30 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
     expect(await t.db.query(`SELECT * FROM storage_deletions`)).toEqual([]);
   });
 
+  it('archives go to the bucket too: uploaded under archives/, downloaded by a presigned URL, deleted with their object', async () => {
+    const { name } = await product();
+    const archives = `/api/orgs/${org}/products/${name}/archives`;
+    const built = await fw(name, {
+      meta: { product: 'models', platform: 'generic', architecture: 'generic' },
+    });
+    const uuid = computeMetaUuid(built.metaConf);
+    await t.http().post(archives).set(admin.auth).attach('archive', built.path).expect(201);
+    const [row] = await t.db.query<{ storage_key: string }[]>(
+      `SELECT storage_key FROM archives WHERE uuid = $1`,
+      [uuid],
+    );
+    expect(row.storage_key).toMatch(new RegExp(`^archives/\\d+/${uuid}-[0-9a-f]{12}\\.fw$`));
+    const stored = `${PREFIX}${row.storage_key}`;
+    expect(await objects()).toMatchObject({ [stored]: built.size });
+    const redirect = await t.http().get(`${archives}/${uuid}/download`).set(admin.auth).expect(302);
+    const whole = await fetch(redirect.headers.location);
+    expect(Buffer.from(await whole.arrayBuffer())).toEqual(await readFile(built.path));
+    await expectNoLocalFiles();
+    await t.http().delete(`${archives}/${uuid}`).set(admin.auth).expect(204);
+    expect(Object.keys(await objects())).not.toContain(stored);
+    expect(await t.db.query(`SELECT * FROM storage_deletions`)).toEqual([]);
+  });
+
   it('a removal that fails is retried by the sweeper; the row is gone at once', async () => {
     const { name, base } = await product();
     const built = await fw(name);

@@ -15,6 +15,7 @@ import { ProductsModule } from '../products/products.module';
 import { SigningKeysModule } from '../signing-keys/signing-keys.module';
 import { UsersModule } from '../users/users.module';
 import { WebhookOutboxModule } from '../webhooks/webhook-outbox.module';
+import { ARCHIVES_COMMANDS, ArchivesCommand } from './archives.command';
 import { CERTS_COMMANDS, CertsCommand } from './certs.command';
 import { CLI_COMMANDS, GROUP_COMMANDS } from './commands';
 import { DemoCommand } from './demo.command';
@@ -27,10 +28,15 @@ const ALL_COMMANDS: Type<CommandRunner>[] = [
   DemoCommand,
   SimulateCommand,
   ...CERTS_COMMANDS,
+  ...ARCHIVES_COMMANDS,
 ];
 
 /** Commands that need no database: network clients of a server (and local files). */
-export const DATABASE_FREE_COMMANDS: Type<CommandRunner>[] = [SimulateCommand, ...CERTS_COMMANDS];
+export const DATABASE_FREE_COMMANDS: Type<CommandRunner>[] = [
+  SimulateCommand,
+  ...CERTS_COMMANDS,
+  ...ARCHIVES_COMMANDS,
+];
 
 @Module({})
 export class CliModule {
@@ -40,7 +46,7 @@ export class CliModule {
    * `run` only reports that it was chosen.
    */
   static forParsing(config: AppConfig, chosen: (command: Type<CommandRunner>) => void): DynamicModule {
-    const groups: Type<CommandRunner>[] = [...GROUP_COMMANDS, CertsCommand];
+    const groups: Type<CommandRunner>[] = [...GROUP_COMMANDS, CertsCommand, ArchivesCommand];
     return {
       module: CliModule,
       imports: [ConfigModule.register(config)],

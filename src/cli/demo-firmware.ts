@@ -124,7 +124,16 @@ export function buildDemoFirmware(meta: DemoFirmwareMeta, privateKey: KeyObject)
     block.copy(data, i);
     block = createHash('sha256').update(block).digest();
   }
-  const resource = { name: 'rootfs.img', data };
+  return buildSignedFw(meta, { name: 'rootfs.img', data }, privateKey);
+}
+
+/** A signed fwup `.fw` of one resource (`fleethub archives build` too), laid out as fwup writes it. */
+export function buildSignedFw(
+  meta: DemoFirmwareMeta,
+  resource: { name: string; data: Buffer },
+  privateKey: KeyObject,
+): Buffer {
+  const data = resource.data;
   const metaConf = Buffer.from(renderDemoMetaConf(meta, resource), 'utf8');
   return writeZip([
     { name: 'meta.conf.ed25519', data: sign(null, metaConf, privateKey), deflate: false },

@@ -82,6 +82,10 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
     const stats = simulator.updateStats();
     await simulator.stop();
     this.print(`stopped: ${connected}/${devices} were connected, ${stats.completions} update(s) installed`);
+    const archives = simulator.archiveStats();
+    if (archives.verified + archives.refused > 0) {
+      this.print(`archives: ${archives.verified} downloaded and verified, ${archives.refused} refused`);
+    }
     this.print(describeUpdateStats(stats));
   }
 

@@ -14,6 +14,7 @@ import {
   type UpdateStats,
 } from './simulated-update';
 import { runSimulatedScript, type ScriptAnswer, SimulatedConsole } from './simulated-script';
+import { type ArchiveOutcome, archiveInfo, receiveArchive } from './simulated-archive';
 
 /**
  * Simulated NervesHubLink devices for demos, tests and load tests: each one authenticates with NH1 headers,
@@ -243,6 +244,11 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   downloads = 0;
   bytes = 0;
   failed = 0;
+  /** Archives downloaded whose signature verified, and those refused (no keys, a bad file or signature). */
+  archives = 0;
+  archiveFailures = 0;
+  /** Told how each `archive` message ended (tests). */
+  onArchive: ((outcome: ArchiveOutcome) => void) | null = null;
   /** Told how each update ended (after the device acted on it; for an install, before it reconnects). */
   onUpdateEnd: ((outcome: UpdateOutcome) => void) | null = null;
   /** The uuid of the firmware being downloaded or applied (sent as `currently_downloading_uuid`). */
@@ -253,6 +259,8 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   private ref = 0;
   private joinRefs = new Map<string, string>();
   private keys: string[] = [];
+  /** `archive_public_keys` (NervesHubLink falls back to the fwup keys when it has none). */
+  private archiveKeys: string[] = [];
   private heartbeat: NodeJS.Timeout | null = null;
   /** The ref of the heartbeat sent and not answered yet. */
   private heartbeatRef: string | null = null;
@@ -342,6 +350,7 @@ export class SimulatedDevice implements DeviceUpdateCounters {
         device_api_version: '2.3.0',
         console_version: '2.0.0',
         fwup_public_keys: 'on_connect',
+        archive_public_keys: 'on_connect',
         currently_downloading_uuid: this.applying,
         meta: { firmware_validated: true, firmware_auto_revert_detected: false },
       });
@@ -520,6 +529,11 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       case 'device/fwup_public_keys':
         if (Array.isArray(payload.keys)) this.keys = payload.keys.filter((k) => typeof k === 'string');
         return;
+      case 'device/archive_public_keys':
+        if (Array.isArray(payload.keys)) this.archiveKeys = payload.keys.filter((k) => typeof k === 'string');
+        return;
+      case 'device/archive':
+        return this.archive(payload);
       case 'device/extensions:get':
         this.join('extensions', SIMULATED_EXTENSIONS);
         return;
@@ -569,6 +583,27 @@ export class SimulatedDevice implements DeviceUpdateCounters {
       default:
         return;
     }
+  }
+
+  /** An `archive` message: downloaded and its signature checked, as NervesHubLink's ArchiveManager does. */
+  private async archive(payload: Record<string, unknown>): Promise<void> {
+    const info = archiveInfo(payload);
+    if (!info) return;
+    const keys = this.archiveKeys.length > 0 ? this.archiveKeys : this.keys;
+    const outcome = await receiveArchive(info, keys, { signal: this.abort.signal }).catch(
+      (err: unknown): ArchiveOutcome => ({ ok: false, uuid: info.uuid, reason: String(err) }),
+    );
+    if (this.stopped) return;
+    if (outcome.ok) {
+      this.archives++;
+      this.options.log(
+        `${this.identifier}: archive ${outcome.version} (${outcome.uuid}) downloaded, ${outcome.bytes} bytes, signature verified`,
+      );
+    } else {
+      this.archiveFailures++;
+      this.options.log(`${this.identifier}: archive ${info.uuid} refused: ${outcome.reason}`);
+    }
+    this.onArchive?.(outcome);
   }
 
   private newConsole(): SimulatedConsole {
@@ -766,6 +801,17 @@ export class Simulator {
 
   get connected(): number {
     return this.devices.filter((d) => d.connected).length;
+  }
+
+  /** Archives all devices downloaded and verified, and refused. */
+  archiveStats(): { verified: number; refused: number } {
+    let verified = 0;
+    let refused = 0;
+    for (const device of this.devices) {
+      verified += device.archives;
+      refused += device.archiveFailures;
+    }
+    return { verified, refused };
   }
 
   /** Update frames, downloads, bytes, completions, failures and concurrency of all devices. */

@@ -1,6 +1,8 @@
 import { DeviceImport } from '../devices/device-import.entity';
 import { OrgInvitation } from '../invitations/invitation.entity';
 import { CliSession } from '../cli-sessions/cli-session.entity';
+import { Archive } from '../archives/archive.entity';
+import { DeploymentGroupArchive } from '../archives/deployment-group-archive.entity';
 import { AccessToken } from '../auth/access-token.entity';
 import { UserTwoFactor } from '../auth/user-two-factor.entity';
 import { OrgPolicy } from '../org-policies/org-policy.entity';
@@ -85,4 +87,6 @@ export const ENTITIES = [
   WebhookEvent,
   WebhookDelivery,
   WebhookDeliveryAttempt,
+  Archive,
+  DeploymentGroupArchive,
 ];

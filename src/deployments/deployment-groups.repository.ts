@@ -537,6 +537,20 @@ export class DeploymentGroupsRepository {
     );
   }
 
+  /** The groups of these devices (device id → group id), by the membership primary key; both parents joined. */
+  async groupsOfDevices(deviceIds: readonly string[]): Promise<Map<string, string>> {
+    if (deviceIds.length === 0) return new Map();
+    const rows = await this.db.query<{ device_id: string; deployment_group_id: string }[]>(
+      `SELECT m.device_id, m.deployment_group_id
+         FROM deployment_group_members m
+         JOIN deployment_groups g ON g.id = m.deployment_group_id
+         JOIN devices d ON d.id = m.device_id
+        WHERE m.device_id = ANY($1::bigint[])`,
+      [deviceIds],
+    );
+    return new Map(rows.map((row) => [row.device_id, row.deployment_group_id]));
+  }
+
   /** `fleethub demo`: the product's group by name, its id (null when there is none). */
   async findIdByName(productId: string, name: string, tx: Queryable = this.db): Promise<string | null> {
     const rows = await tx.query<{ id: string }[]>(

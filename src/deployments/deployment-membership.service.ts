@@ -153,4 +153,12 @@ export class DeploymentMembershipService {
     if (moved && target !== null) await this.events.groupChanged(target);
     return target;
   }
+
+  /**
+   * The groups of these devices (device id → group id; devices without a group are absent), in one statement by
+   * the membership primary key: the device gateway sends their group's archive.
+   */
+  groupsOf(deviceIds: readonly string[]): Promise<Map<string, string>> {
+    return this.groups.groupsOfDevices(deviceIds);
+  }
 }

@@ -300,6 +300,13 @@ export class DeploymentsService {
     return row;
   }
 
+  /** The id of the product's group of this name, or the 404 (the archives feature attaches archives to it). */
+  async groupIdOf(product: ProductRecord, name: string): Promise<string> {
+    const id = await this.groups.findIdByName(product.id, name);
+    if (id === null) throw DomainError.notFound();
+    return id;
+  }
+
   private async withNameCheck<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();

@@ -58,6 +58,14 @@ export class DeviceRecordsService {
     return this.devices.insertIfAbsent(orgId, productId, identifier, tx, template);
   }
 
+  /**
+   * Those of these devices that take updates now (`updates_enabled`, not in the penalty box): NervesHub sends a
+   * device its group's archive only then.
+   */
+  takingUpdates(deviceIds: readonly string[]): Promise<Set<string>> {
+    return this.devices.takingUpdates(deviceIds);
+  }
+
   /** The instance holding the device's socket according to the database, or null when not connected. */
   holder(deviceId: string): Promise<string | null> {
     return this.devices.findHolder(deviceId);

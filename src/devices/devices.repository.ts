@@ -110,6 +110,18 @@ export interface BulkChangeResult {
 export class DevicesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
+  /** Those of these devices with updates enabled and not in the penalty box (by primary key). */
+  async takingUpdates(deviceIds: readonly string[]): Promise<Set<string>> {
+    if (deviceIds.length === 0) return new Set();
+    const rows = await this.db.query<{ id: string }[]>(
+      `SELECT id FROM devices
+        WHERE id = ANY($1::bigint[]) AND updates_enabled
+          AND (updates_blocked_until IS NULL OR updates_blocked_until <= now())`,
+      [deviceIds],
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
   /** Registers a device; an identifier already taken (anywhere) is pg's unique violation. */
   async insert(
     device: {

@@ -57,30 +57,28 @@ class HashingStream extends Transform {
   }
 }
 
-const tooLarge = (maxBytes: number) =>
-  new DomainError(ErrorCode.PAYLOAD_TOO_LARGE, `firmware is larger than the limit of ${maxBytes} bytes`);
+const tooLarge = (maxBytes: number, field: string) =>
+  new DomainError(ErrorCode.PAYLOAD_TOO_LARGE, `${field} is larger than the limit of ${maxBytes} bytes`);
 
 /**
- * Streams the multipart field `firmware` to `targetPath`, hashing on the way, never holding the file in
- * memory. Other fields are ignored. The target is removed on every failure.
+ * Streams the multipart field `field` (`firmware`, or `archive` for archives) to `targetPath`, hashing on the
+ * way, never holding the file in memory. Other fields are ignored. The target is removed on every failure.
  */
 export async function receiveFirmwareUpload(
   request: IncomingMessage,
   targetPath: string,
   maxBytes: number,
+  field = 'firmware',
 ): Promise<ReceivedFile> {
   const type = request.headers['content-type'] ?? '';
   if (!/^multipart\/form-data/i.test(type)) {
-    throw DomainError.invalidField(
-      'firmware',
-      'must be uploaded as multipart/form-data in the field "firmware"',
-    );
+    throw DomainError.invalidField(field, `must be uploaded as multipart/form-data in the field "${field}"`);
   }
   // Far over the limit: refuse before reading. Slightly over: read and discard, so the client sees the 413.
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > 2 * maxBytes + 1024 * 1024) {
     request.resume();
-    throw tooLarge(maxBytes);
+    throw tooLarge(maxBytes, field);
   }
   let parser: busboy.Busboy;
   try {
@@ -105,8 +103,8 @@ export async function receiveFirmwareUpload(
       );
     };
 
-    parser.on('file', (field, stream) => {
-      if (field !== 'firmware' || fileWork) {
+    parser.on('file', (name, stream) => {
+      if (name !== field || fileWork) {
         stream.resume();
         return;
       }
@@ -116,7 +114,7 @@ export async function receiveFirmwareUpload(
         truncated = true;
       });
       fileWork = pipeline(stream, hashing, createWriteStream(targetPath)).then(() => {
-        if (truncated) throw tooLarge(maxBytes);
+        if (truncated) throw tooLarge(maxBytes, field);
         return {
           path: targetPath,
           size: hashing.size,
@@ -131,7 +129,7 @@ export async function receiveFirmwareUpload(
     parser.on('close', () => {
       if (settled) return;
       if (!fileWork) {
-        fail(DomainError.invalidField('firmware', BLANK));
+        fail(DomainError.invalidField(field, BLANK));
         return;
       }
       fileWork.then((file) => {
@@ -173,11 +171,14 @@ export class FirmwareUploadReceiver {
     private readonly storage: FirmwareStorage,
   ) {}
 
-  /** The multipart field `firmware` of the request; every refusal is a DomainError and leaves no file behind. */
-  async receive(request: IncomingMessage): Promise<ReceivedFile> {
+  /**
+   * The multipart field `field` of the request (`firmware`; archives send `archive`); every refusal is a
+   * DomainError and leaves no file behind.
+   */
+  async receive(request: IncomingMessage, field = 'firmware'): Promise<ReceivedFile> {
     const temporary = await this.storage.temporaryPath();
     try {
-      return await receiveFirmwareUpload(request, temporary, this.config.firmwareMaxBytes);
+      return await receiveFirmwareUpload(request, temporary, this.config.firmwareMaxBytes, field);
     } catch (err) {
       await rm(temporary, { force: true });
       throw err;

@@ -25,7 +25,11 @@ export class DownloadLinkSigner {
   ) {}
 
   url(firmwareId: string, fileName: string, ttlSeconds = DOWNLOAD_LINK_TTL_SECONDS): string {
-    const path = downloadPath(firmwareId, fileName);
+    return this.signedUrl(downloadPath(firmwareId, fileName), ttlSeconds);
+  }
+
+  /** A signed, expiring link to any path of this server (an archive's: archive-downloads.ts). */
+  signedUrl(path: string, ttlSeconds: number): string {
     const expires = Math.floor(this.now() / 1000) + ttlSeconds;
     return `${this.publicUrl}${path}?expires=${expires}&signature=${this.sign(path, expires)}`;
   }

@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
 import { LiveEventsModule } from '../live/live-events.module';
+import { ArchiveRecordsModule } from '../archives/archive-records.module';
+import { ArchiveDelivery } from './archive-delivery';
+import { ArchiveDownloadController, ArchiveDownloads } from './archive-downloads';
 import { CertificateAuthModule } from '../certificates/certificate-auth.module';
 import {
   CertificateDeviceAuthenticator,
@@ -62,8 +65,9 @@ import { RolloutSignals } from './rollout-signals';
     TelemetryModule,
     DeploymentsModule,
     CertificateAuthModule,
+    ArchiveRecordsModule,
   ],
-  controllers: [DeviceConsoleController, FirmwareDownloadController],
+  controllers: [DeviceConsoleController, FirmwareDownloadController, ArchiveDownloadController],
   providers: [
     {
       provide: LINK_SIGNER,
@@ -85,6 +89,8 @@ import { RolloutSignals } from './rollout-signals';
     ConsoleOutputService,
     DeviceLinkService,
     FirmwareDownloads,
+    ArchiveDownloads,
+    ArchiveDelivery,
     DeviceConnections,
     DeviceChannel,
     ConsoleChannel,

@@ -17,8 +17,8 @@ export const HEADERS_TIMEOUT_MS = 20_000;
 export const REQUEST_TIMEOUT_MS = 15 * 60_000;
 
 const DOCS_PATH = /^\/api\/docs(\/|$)/;
-/** Firmware transfers may legitimately take minutes: no handler timeout for them. */
-const FIRMWARE_UPLOAD = /^\/api\/orgs\/[^/]+\/products\/[^/]+\/firmwares\/?$/;
+/** Firmware and archive transfers may legitimately take minutes: no handler timeout for them. */
+const FIRMWARE_UPLOAD = /^\/api\/orgs\/[^/]+\/products\/[^/]+\/(?:firmwares|archives)\/?$/;
 /** A bulk change of devices over a filter: a million devices take minutes, in short transactions. */
 const DEVICES_BULK = /^\/api\/orgs\/[^/]+\/products\/[^/]+\/devices\/bulk\/?$/;
 

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import semver from 'semver';
 import { LiveEvents } from '../../live/live-events';
 import { Admission } from '../admission';
+import { ArchiveDelivery } from '../archive-delivery';
 import { type DeviceConnection, GATEWAY_LOG_CONTEXT } from '../device-connection';
 import { DeviceBus } from '../device-bus';
 import {
@@ -32,6 +33,7 @@ export class DeviceChannel {
     private readonly signals: RolloutSignals,
     private readonly scripts: ScriptRunner,
     private readonly live: LiveEvents,
+    private readonly archives: ArchiveDelivery,
   ) {}
 
   async join(conn: DeviceConnection, frame: PhoenixFrame): Promise<void> {
@@ -77,6 +79,7 @@ export class DeviceChannel {
       if (params.archive_public_keys === 'on_connect') conn.push('device', 'archive_public_keys', { keys });
     }
     const apiVersion = typeof params.device_api_version === 'string' ? params.device_api_version : '';
+    await this.archives.joined(conn, apiVersion);
     conn.runsScripts = semver.valid(apiVersion) !== null && semver.gte(apiVersion, '2.1.0');
     if (semver.valid(apiVersion) && semver.gte(apiVersion, '2.2.0')) {
       conn.push('device', 'extensions:get', {});
