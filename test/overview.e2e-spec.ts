@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Simulator } from '../src/cli/simulator';
 import { ConnectionSampler } from '../src/overview/connection-sampler';
 import { DeviceReportsService } from '../src/telemetry/device-reports.service';
+import { EventStreamClient } from './support/event-stream-client';
 import { eventually } from './support/eventually';
 import type { TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -286,6 +287,74 @@ describe('GET .../products/{product}/overview (fleet overview)', () => {
     );
     expect(Number(old.n)).toBe(0);
   });
+
+  it('follows the counters live: `product.overview` on streams that ask for it, at once and on changes', async () => {
+    const watched = 'watched';
+    await t.fixtures.product(admin, org, watched);
+    await t.fixtures.devices(admin, org, watched, ['w-api-1']);
+    const events = (query: string) =>
+      EventStreamClient.open(`${url}/api/orgs/${org}/products/${watched}/events${query}`, viewer.auth);
+    const plain = await events('');
+    const live = await events('?overview=true');
+    try {
+      expect(live.status).toBe(200);
+      const first = await live.nextOf('product.overview');
+      const read = (
+        await t.http().get(`/api/orgs/${org}/products/${watched}/overview`).set(viewer.auth).expect(200)
+      ).body.data as Overview;
+      expect(first.data).toEqual({
+        devices: read.devices,
+        firmware: read.firmware,
+        rollouts: read.rollouts,
+        manual_updates: read.manual_updates,
+        health_alarms: { devices: read.health_alarms.devices },
+      });
+      expect(read.devices).toEqual({ total: 1, connected: 0, disconnected: 0, not_seen: 1 });
+
+      const secret = await t
+        .http()
+        .post(`/api/orgs/${org}/products/${watched}/shared_secrets`)
+        .set(admin.auth)
+        .send({})
+        .expect(201);
+      const simulator = new Simulator({
+        url,
+        key: secret.body.data.key,
+        secret: secret.body.data.secret,
+        devices: 2,
+        prefix: 'w-sim-',
+        firmware: { version: '3.1.0', ...FIRMWARE },
+      });
+      simulators.push(simulator);
+      simulator.start(0);
+      const joined = await live.nextOf(
+        'product.overview',
+        (data) => (data.devices as Overview['devices']).connected === 2,
+        15_000,
+      );
+      expect(joined.data).toMatchObject({
+        devices: { total: 3, connected: 2, disconnected: 0, not_seen: 1 },
+        firmware: { versions: [{ version: '3.1.0', devices: 2 }], unknown: 1 },
+      });
+      await simulator.stop();
+      const left = await live.nextOf(
+        'product.overview',
+        (data) => (data.devices as Overview['devices']).connected === 0,
+        15_000,
+      );
+      expect(left.data).toMatchObject({ devices: { total: 3, connected: 0, disconnected: 2, not_seen: 1 } });
+      // The stream that did not ask carried the devices' events, and no overview.
+      await plain.nextOf('device.connection', (data) => data.connection_status === 'disconnected');
+      expect(plain.events.some((e) => e.event === 'product.overview')).toBe(false);
+
+      const bad = await events('?overview=yes');
+      expect(bad.status).toBe(422);
+      expect(Object.keys(((await bad.json()) as { errors: object }).errors)).toEqual(['overview']);
+    } finally {
+      plain.close();
+      live.close();
+    }
+  }, 60_000);
 
   it('refuses a bad range or an unknown parameter with a 422 naming it', async () => {
     const path = `/api/orgs/${org}/products/${product}/overview`;
