@@ -25,6 +25,7 @@ import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
 import { Membership } from '../orgs/membership.entity';
 import { Org } from '../orgs/org.entity';
 import {
+  ProductAlarmCount,
   ProductConnectionCount,
   ProductConnectionSample,
   ProductFirmwareCount,
@@ -70,6 +71,7 @@ export const ENTITIES = [
   BrowserSession,
   EventStreamRecord,
   ProductConnectionCount,
+  ProductAlarmCount,
   ProductFirmwareCount,
   ProductConnectionSample,
 ];

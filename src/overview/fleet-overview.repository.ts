@@ -50,8 +50,10 @@ export interface SampleRow {
  * - rollouts in progress: the product's deployment groups (unique index on product and name) with their
  *   updates in flight (`pending_updates_deployment_group_id_idx`), those with none left out unless paused;
  * - manual updates in flight: `pending_updates` by the product's firmware (`pending_updates_firmware_id_idx`);
- * - devices with health alarms: the partial index of alarmed devices (`device_health_alarmed_idx`), each checked
- *   against its device's product by primary key: proportional to the alarmed devices, not to the fleet.
+ * - devices with health alarms: how many, from the counter rows the triggers keep (`product_alarm_counts`,
+ *   migration HealthAlarmCounts); the first of them (the overview call only, not its counters) through the
+ *   partial index of alarmed devices (`device_health_alarmed_idx`), each checked against its device's product by
+ *   primary key: proportional to the alarmed devices of the server, and skipped when the product has none.
  * And the connection samples (`product_connection_samples`), written here too.
  */
 @Injectable()
@@ -131,10 +133,12 @@ function overviewSql(named: boolean): string {
          SELECT firmware_version AS version, sum(total) AS devices
            FROM product_firmware_counts WHERE product_id = $1
           GROUP BY 1 HAVING sum(total) <> 0
+       ), alarm_total AS (
+         SELECT COALESCE(sum(total), 0)::int AS n FROM product_alarm_counts WHERE product_id = $1
        ), alarmed AS (
          SELECT d.identifier, h.alarm_count, h.status::text AS status
            FROM device_health h JOIN devices d ON d.id = h.device_id
-          WHERE h.alarm_count > 0 AND d.product_id = $1
+          WHERE h.alarm_count > 0 AND d.product_id = $1 AND (SELECT n FROM alarm_total) > 0
        ), rollouts AS (
          SELECT g.name, g.is_active, g.paused_reason, g.paused_at, r.number AS release_number,
                 f.version AS firmware_version, g.concurrent_updates,
@@ -157,7 +161,7 @@ function overviewSql(named: boolean): string {
            WHERE updating > 0 OR paused_reason IS NOT NULL) AS rollouts,
          (SELECT count(*)::int FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id
            WHERE f.product_id = $1 AND pu.deployment_group_id IS NULL) AS manual_updates,
-         (SELECT count(*)::int FROM alarmed) AS alarmed${
+         (SELECT n FROM alarm_total) AS alarmed${
            named
              ? `,
          (SELECT json_agg(a ORDER BY alarm_count DESC, identifier) FROM (
