@@ -394,7 +394,10 @@ describe('GET .../products/{product}/overview (fleet overview)', () => {
         (await t.http().get(`/api/orgs/${org}/products/${p}/overview`).set(viewer.auth).expect(200)).body.data
           .health_alarms.devices as number;
       const counts = [await shown(home), await shown(away)];
-      expect(counts).toEqual([await listed({ alarm_status: 'with' }, home), await listed({ alarm_status: 'with' }, away)]);
+      expect(counts).toEqual([
+        await listed({ alarm_status: 'with' }, home),
+        await listed({ alarm_status: 'with' }, away),
+      ]);
       return counts;
     };
 

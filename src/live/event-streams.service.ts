@@ -150,7 +150,10 @@ export class EventStreamsService implements OnModuleInit, BeforeApplicationShutd
     try {
       await this.live.listen(stream);
       // Each watch is undone with the stream, at once if it ended meanwhile.
-      const keep = (stop: () => void) => (ended ? stop() : unwatch.push(stop));
+      const keep = (stop: () => void): void => {
+        if (ended) stop();
+        else unwatch.push(stop);
+      };
       keep(await this.counts.watch(product.id, stream));
       if (query.overview === true) keep(await this.overview.watch(product.id, stream));
     } catch (err) {

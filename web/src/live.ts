@@ -58,7 +58,9 @@ export class LiveStream {
     if (device !== undefined) query.set('device', device);
     if (overview) query.set('overview', 'true');
     const search = query.toString();
-    return new LiveStream(`/api/orgs/${seg(org)}/products/${seg(product)}/events${search ? `?${search}` : ''}`);
+    return new LiveStream(
+      `/api/orgs/${seg(org)}/products/${seg(product)}/events${search ? `?${search}` : ''}`,
+    );
   }
 
   on<N extends LiveEventName>(name: N, handler: (data: LiveData<N>) => void): () => void {
