@@ -18,6 +18,7 @@ import { EventStreams1795923198058 } from './1795923198058-EventStreams';
 import { BulkDeviceCounts1795924907655 } from './1795924907655-BulkDeviceCounts';
 import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
 import { HealthAlarmCounts1795933747122 } from './1795933747122-HealthAlarmCounts';
+import { BulkWindowIndex1795934010948 } from './1795934010948-BulkWindowIndex';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -41,4 +42,5 @@ export const MIGRATIONS: Function[] = [
   BulkDeviceCounts1795924907655,
   FleetOverview1795926094061,
   HealthAlarmCounts1795933747122,
+  BulkWindowIndex1795934010948,
 ];
