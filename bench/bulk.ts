@@ -3,7 +3,8 @@
  * `POST .../devices/bulk` (src/devices/device-bulk.query.ts) on the seeded bench product.
  *  1. The plan and time of one window's statement for each action, with EXPLAIN (ANALYZE, BUFFERS) in a
  *     transaction that is rolled back.
- *  2. Whole runs over a filter as the service makes them (windows of BULK_WINDOW_IDS ids, one transaction each),
+ *  2. Whole runs over a filter as the service makes them (windows of BULK_WINDOW_DEVICES devices read by
+ *     primary-key range, in primary-key order only after a full window; one transaction each),
  *     committed and then undone, with a single-device update every 20 ms on another connection: how long such an
  *     update waited for the bulk's row locks.
  * Prints what it measured (JSON on the last line).
@@ -13,10 +14,11 @@ import {
   type BulkChange,
   bulkChangeSql,
   type BulkSelection,
+  bulkWindowSql,
   COUNTS_BY_STATEMENT,
-  NEXT_DEVICE_ID_SQL,
+  ORDERED_WINDOW_SETTINGS,
 } from '../src/devices/device-bulk.query';
-import { BULK_WINDOW_IDS } from '../src/devices/device-bulk.service';
+import { BULK_WINDOW_DEVICES } from '../src/devices/device-bulk.service';
 import { migrate, seed, startDatabase } from './seed';
 import { sleep } from './paths';
 
@@ -35,12 +37,62 @@ async function explain(
   productId: string,
   selection: BulkSelection,
   change: BulkChange,
-  window: { from: string; to: string } | null,
+  window: string[] | null,
 ): Promise<Explained> {
   const { sql, params } = bulkChangeSql(productId, selection, change, window);
   await db.query('BEGIN');
   try {
     await db.query(`SELECT set_config($1, $2, true)`, [COUNTS_BY_STATEMENT.name, COUNTS_BY_STATEMENT.value]);
+    const t0 = performance.now();
+    const { rows } = await db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`,
+      params,
+    );
+    const ms = performance.now() - t0;
+    return { name, ms: Math.round(ms), plan: rows.map((row) => row['QUERY PLAN']).join('\n') };
+  } finally {
+    await db.query('ROLLBACK');
+  }
+}
+
+/** Turns bitmap scans and sorts off (or back on) for the rest of the transaction, as the service does. */
+async function ordering(db: Client, off: boolean): Promise<void> {
+  await db.query(
+    off
+      ? `SELECT set_config(name, 'off', true) FROM unnest($1::text[]) AS name`
+      : `SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY($1::text[])`,
+    [[...ORDERED_WINDOW_SETTINGS]],
+  );
+}
+
+/** The ids of the window after `after`, read as the service reads it (`ordered`: after a full window). */
+async function readWindow(
+  db: Client,
+  productId: string,
+  selection: BulkSelection,
+  after: string,
+  ordered: boolean,
+): Promise<string[]> {
+  const { sql, params } = bulkWindowSql(productId, selection, after, BULK_WINDOW_DEVICES);
+  if (ordered) await ordering(db, true);
+  const { rows } = await db.query<{ ids: string[] }>(sql, params);
+  if (ordered) await ordering(db, false);
+  return rows[0].ids;
+}
+
+/** EXPLAIN ANALYZE of a window's selection, in its own transaction. */
+async function explainWindow(
+  db: Client,
+  name: string,
+  productId: string,
+  selection: BulkSelection,
+  after: string,
+  ordered: boolean,
+): Promise<Explained> {
+  const { sql, params } = bulkWindowSql(productId, selection, after, BULK_WINDOW_DEVICES);
+  await db.query('BEGIN');
+  try {
+    if (ordered) await ordering(db, true);
     const t0 = performance.now();
     const { rows } = await db.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`,
@@ -92,20 +144,22 @@ async function run(
   let matched = 0;
   let changed = 0;
   const t0 = performance.now();
-  let next = (await db.query<{ id: string | null }>(NEXT_DEVICE_ID_SQL, [productId, null])).rows[0].id;
-  while (next !== null) {
-    const window = { from: next, to: String(BigInt(next) + BigInt(BULK_WINDOW_IDS - 1)) };
-    const { sql, params } = bulkChangeSql(productId, selection, change, window);
+  let after: string | null = '0';
+  let ordered = false;
+  while (after !== null) {
     const w0 = performance.now();
     await db.query('BEGIN');
+    const window = await readWindow(db, productId, selection, after, ordered);
+    const { sql, params } = bulkChangeSql(productId, selection, change, window);
     await db.query(`SELECT set_config($1, $2, true)`, [COUNTS_BY_STATEMENT.name, COUNTS_BY_STATEMENT.value]);
     const { rows } = await db.query<{ matched: number; written: number }>(sql, params);
     await db.query(`SELECT set_config($1, '', true)`, [COUNTS_BY_STATEMENT.name]);
-    next = (await db.query<{ id: string | null }>(NEXT_DEVICE_ID_SQL, [productId, window.to])).rows[0].id;
     await db.query('COMMIT');
     windows.push(performance.now() - w0);
     matched += rows[0].matched;
     changed += rows[0].written;
+    after = window.length === BULK_WINDOW_DEVICES ? window[window.length - 1] : null;
+    ordered = true;
   }
   const seconds = (performance.now() - t0) / 1000;
   probing = false;
@@ -154,16 +208,28 @@ async function main(): Promise<void> {
       `SELECT id::text FROM devices WHERE product_id = $1 ORDER BY id OFFSET $2 LIMIT 1`,
       [productId, Math.floor(n / 2)],
     );
-    const window = { from: mid[0].id, to: String(BigInt(mid[0].id) + BigInt(BULK_WINDOW_IDS - 1)) };
     const every: BulkSelection = { filters: {} };
     const beta: BulkSelection = { filters: { tags: ['beta'] } };
+    // One window from the middle of the product, for every device and for the filter, read as a later window is.
+    const window = await readWindow(db, productId, every, mid[0].id, true);
+    const betaWindow = await readWindow(db, productId, beta, mid[0].id, true);
     const { rows: named } = await db.query<{ identifier: string }>(
       `SELECT identifier FROM devices WHERE product_id = $1 ORDER BY hashtext(identifier) LIMIT 1000`,
       [productId],
     );
     const identifiers: BulkSelection = { identifiers: named.map((row) => row.identifier) };
     const explained: Explained[] = [];
-    const cases: [string, BulkSelection, BulkChange, typeof window | null][] = [
+    for (const [name, selection, ordered] of [
+      ['window selection, all devices, first window (planned freely)', every, false],
+      ['window selection, all devices, a later window (primary-key order)', every, true],
+      ['window selection, filter tags=beta, first window (planned freely)', beta, false],
+      ['window selection, filter tags=beta, a later window (primary-key order)', beta, true],
+    ] as const) {
+      const result = await explainWindow(db, name, productId, selection, ordered ? mid[0].id : '0', ordered);
+      log(`${name}: ${result.ms} ms`);
+      explained.push(result);
+    }
+    const cases: [string, BulkSelection, BulkChange, string[] | null][] = [
       [
         'add_tags, all devices, one window',
         every,
@@ -174,7 +240,7 @@ async function main(): Promise<void> {
         'add_tags, filter tags=beta, one window',
         beta,
         { kind: 'add_tags', tags: ['bulk'], maxTags: 100 },
-        window,
+        betaWindow,
       ],
       ['remove_tags, all devices, one window', every, { kind: 'remove_tags', tags: ['prod'] }, window],
       [
@@ -214,7 +280,7 @@ async function main(): Promise<void> {
     for (const result of explained)
       process.stdout.write(`\n== ${result.name} (${result.ms} ms)\n${result.plan}\n`);
     process.stdout.write(
-      `${JSON.stringify({ devices: n, window_ids: BULK_WINDOW_IDS, explained: explained.map(({ name, ms }) => ({ name, ms })), runs })}\n`,
+      `${JSON.stringify({ devices: n, window_devices: BULK_WINDOW_DEVICES, explained: explained.map(({ name, ms }) => ({ name, ms })), runs })}\n`,
     );
   } finally {
     await probe.end();

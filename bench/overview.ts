@@ -143,7 +143,8 @@ async function main(): Promise<void> {
     const from = new Date(Date.now() - 24 * 3_600_000);
     await repository.overview(productId);
     await repository.samples(productId, from, bucketSeconds(24));
-    const [overviewSql, samplesSql] = sent;
+    await repository.counters(productId);
+    const [overviewSql, samplesSql, countersSql] = sent;
     const report: string[] = [
       `# Fleet overview at ${devices.toLocaleString('en')} devices`,
       '',
@@ -154,6 +155,7 @@ async function main(): Promise<void> {
       '| statement | median ms |',
       '|---|---|',
       `| overview (counts, versions, rollouts, manual updates, alarms) | ${(await timed(() => repository.overview(productId), 20)).toFixed(2)} |`,
+      `| overview counters alone (the live \`product.overview\` event) | ${(await timed(() => repository.counters(productId), 20)).toFixed(2)} |`,
       `| connected over time, 24 h (360 points of 4 min) | ${(await timed(() => repository.samples(productId, from, bucketSeconds(24)), 20)).toFixed(2)} |`,
       `| connected over time, 7 days (360 points of 28 min) | ${(await timed(() => repository.samples(productId, new Date(Date.now() - 168 * 3_600_000), bucketSeconds(168)), 20)).toFixed(2)} |`,
       `| the minute's sample of every product (and retention) | ${(
@@ -170,6 +172,7 @@ async function main(): Promise<void> {
     ];
     for (const [title, statement] of [
       ['overview', overviewSql],
+      ['overview counters alone', countersSql],
       ['connected over time (24 h)', samplesSql],
     ] as const) {
       const plan = await db.query<{ 'QUERY PLAN': string }>(

@@ -17,7 +17,9 @@ import { BrowserSessions1795913691329 } from './1795913691329-BrowserSessions';
 import { EventStreams1795923198058 } from './1795923198058-EventStreams';
 import { BulkDeviceCounts1795924907655 } from './1795924907655-BulkDeviceCounts';
 import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
+import { HealthAlarmCounts1795933747122 } from './1795933747122-HealthAlarmCounts';
 import { TwoFactor1795933857844 } from './1795933857844-TwoFactor';
+import { BulkWindowIndex1795934010948 } from './1795934010948-BulkWindowIndex';
 import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
 import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
 import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
@@ -45,7 +47,9 @@ export const MIGRATIONS: Function[] = [
   EventStreams1795923198058,
   BulkDeviceCounts1795924907655,
   FleetOverview1795926094061,
+  HealthAlarmCounts1795933747122,
   TwoFactor1795933857844,
+  BulkWindowIndex1795934010948,
   OrgPolicies1795934868820,
   TokenLastUsedAddress1795935365541,
   SingleSignOn1795936223648,

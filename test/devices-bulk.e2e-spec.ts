@@ -1,5 +1,5 @@
 import { DeviceAuthenticator } from '../src/device-auth/device-authenticator';
-import { BULK_WINDOW_IDS } from '../src/devices/device-bulk.service';
+import { BULK_WINDOW } from '../src/devices/device-bulk.service';
 import { semverSortKey } from '../src/firmware/fwup/semver-sort-key';
 import {
   FORBIDDEN,
@@ -17,6 +17,7 @@ import { unique } from './support/fixtures';
 import { listenOnLoopback } from './support/listening-app';
 import { createTestApp, type TestApp } from './support/test-app';
 
+const WINDOW = 2;
 const JOIN = { device_api_version: '2.2.0', nerves_fw_uuid: '11111111-2222-5333-8444-555555555555' };
 
 describe('POST .../devices/bulk', () => {
@@ -31,12 +32,17 @@ describe('POST .../devices/bulk', () => {
   const clients: DeviceSocketClient[] = [];
 
   beforeAll(async () => {
-    a = await createTestApp({}, { overrides: [{ provide: DeviceAuthenticator, useValue: authA }] });
+    // Windows of 2 devices: every change over a filter of more than two devices crosses windows.
+    const window = { provide: BULK_WINDOW, useValue: WINDOW };
+    a = await createTestApp({}, { overrides: [{ provide: DeviceAuthenticator, useValue: authA }, window] });
     authA.db = a.db;
     // A second instance on the same database: gateway messages cross instances through the bus.
     b = await createTestApp(
       {},
-      { databaseUrl: a.databaseUrl, overrides: [{ provide: DeviceAuthenticator, useValue: authB }] },
+      {
+        databaseUrl: a.databaseUrl,
+        overrides: [{ provide: DeviceAuthenticator, useValue: authB }, window],
+      },
     );
     authB.db = b.db;
     ({ url: urlA } = await listenOnLoopback(a));
@@ -186,22 +192,36 @@ describe('POST .../devices/bulk', () => {
       });
     });
 
-    it('an empty filter object is every device of the product, across windows of ids with gaps', async () => {
+    it("an empty filter object is every device of the product, across windows, other products' devices between", async () => {
       const p = await a.fixtures.product(ada, org, unique('bulk-'));
-      const made: string[] = [];
-      for (let round = 0; round < 3; round++) {
-        for (let i = 0; i < 2; i++) made.push(await a.fixtures.device(ada, org, p, `${p}-${round}-${i}`));
-        // No API leaves gaps of ids this wide quickly (other products' devices do, over time): the sequence skips.
-        await a.db.query(`SELECT setval('devices_id_seq', nextval('devices_id_seq') + $1)`, [
-          BULK_WINDOW_IDS * 2 + 17,
-        ]);
+      const q = await a.fixtures.product(ada, org, unique('bulk-'));
+      // 7 devices of p (three full windows and one of one), each followed by a device of q.
+      for (let i = 0; i < 7; i++) {
+        await a.fixtures.device(ada, org, p, `${p}-${i}`);
+        await a.fixtures.device(ada, org, q, `${q}-${i}`);
       }
       const res = await bulk(p, { action: 'add_tags', filters: {}, tags: 'everyone' }).expect(200);
-      expect(res.body.data).toEqual({ action: 'add_tags', matched: 6, changed: 6 });
-      expect(Object.values(await tagsOf(p))).toEqual(Array(6).fill('everyone'));
+      expect(res.body.data).toEqual({ action: 'add_tags', matched: 7, changed: 7 });
+      expect(Object.values(await tagsOf(p))).toEqual(Array(7).fill('everyone'));
+      expect(Object.values(await tagsOf(q))).toEqual(Array(7).fill(''));
       await expectCountersExact(p);
+      await expectCountersExact(q);
       // One audit entry, however many windows.
       expect((await audits('device.bulk_add_tags')).filter((e) => e.target_id === p)).toHaveLength(1);
+      // A filter that matches exactly two windows' worth (the last window comes back empty), then none.
+      await bulk(p, {
+        action: 'remove_tags',
+        identifiers: [`${p}-4`, `${p}-5`, `${p}-6`],
+        tags: 'everyone',
+      }).expect(200);
+      const four = await bulk(p, { action: 'add_tags', filters: { tags: 'everyone' }, tags: 'four' }).expect(
+        200,
+      );
+      expect(four.body.data).toEqual({ action: 'add_tags', matched: 4, changed: 4 });
+      expect(Object.values(await tagsOf(p)).filter((tags) => tags === 'everyone,four')).toHaveLength(4);
+      const none = await bulk(p, { action: 'add_tags', filters: { tags: 'nobody' }, tags: 'x' }).expect(200);
+      expect(none.body.data).toEqual({ action: 'add_tags', matched: 0, changed: 0 });
+      expect((await audits('device.bulk_add_tags')).filter((e) => e.target_id === p)).toHaveLength(3);
     });
 
     it('refuses to give a device more than 100 tags, and then changes nothing', async () => {

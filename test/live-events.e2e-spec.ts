@@ -20,6 +20,8 @@ const TIMING: LiveTiming = {
   stallMs: 60_000,
   countsMinMs: 100,
   countsRefreshMs: 1000,
+  overviewMinMs: 100,
+  overviewRefreshMs: 1000,
 };
 const OLD_UUID = '00000000-0000-4000-8000-000000000001';
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Simulator } from '../src/cli/simulator';
 import { ConnectionSampler } from '../src/overview/connection-sampler';
 import { DeviceReportsService } from '../src/telemetry/device-reports.service';
+import { EventStreamClient } from './support/event-stream-client';
 import { eventually } from './support/eventually';
 import type { TestUser } from './support/fixtures';
 import { createTestApp, type TestApp } from './support/test-app';
@@ -285,6 +286,166 @@ describe('GET .../products/{product}/overview (fleet overview)', () => {
       `SELECT count(*) AS n FROM product_connection_samples WHERE sampled_at < now() - interval '7 days'`,
     );
     expect(Number(old.n)).toBe(0);
+  });
+
+  it('follows the counters live: `product.overview` on streams that ask for it, at once and on changes', async () => {
+    const watched = 'watched';
+    await t.fixtures.product(admin, org, watched);
+    await t.fixtures.devices(admin, org, watched, ['w-api-1']);
+    const events = (query: string) =>
+      EventStreamClient.open(`${url}/api/orgs/${org}/products/${watched}/events${query}`, viewer.auth);
+    const plain = await events('');
+    const live = await events('?overview=true');
+    try {
+      expect(live.status).toBe(200);
+      const first = await live.nextOf('product.overview');
+      const read = (
+        await t.http().get(`/api/orgs/${org}/products/${watched}/overview`).set(viewer.auth).expect(200)
+      ).body.data as Overview;
+      expect(first.data).toEqual({
+        devices: read.devices,
+        firmware: read.firmware,
+        rollouts: read.rollouts,
+        manual_updates: read.manual_updates,
+        health_alarms: { devices: read.health_alarms.devices },
+      });
+      expect(read.devices).toEqual({ total: 1, connected: 0, disconnected: 0, not_seen: 1 });
+
+      const secret = await t
+        .http()
+        .post(`/api/orgs/${org}/products/${watched}/shared_secrets`)
+        .set(admin.auth)
+        .send({})
+        .expect(201);
+      const simulator = new Simulator({
+        url,
+        key: secret.body.data.key,
+        secret: secret.body.data.secret,
+        devices: 2,
+        prefix: 'w-sim-',
+        firmware: { version: '3.1.0', ...FIRMWARE },
+      });
+      simulators.push(simulator);
+      simulator.start(0);
+      const joined = await live.nextOf(
+        'product.overview',
+        (data) => (data.devices as Overview['devices']).connected === 2,
+        15_000,
+      );
+      expect(joined.data).toMatchObject({
+        devices: { total: 3, connected: 2, disconnected: 0, not_seen: 1 },
+        firmware: { versions: [{ version: '3.1.0', devices: 2 }], unknown: 1 },
+      });
+      await simulator.stop();
+      const left = await live.nextOf(
+        'product.overview',
+        (data) => (data.devices as Overview['devices']).connected === 0,
+        15_000,
+      );
+      expect(left.data).toMatchObject({ devices: { total: 3, connected: 0, disconnected: 2, not_seen: 1 } });
+      // The stream that did not ask carried the devices' events, and no overview.
+      await plain.nextOf('device.connection', (data) => data.connection_status === 'disconnected');
+      expect(plain.events.some((e) => e.event === 'product.overview')).toBe(false);
+
+      const bad = await events('?overview=yes');
+      expect(bad.status).toBe(422);
+      expect(Object.keys(((await bad.json()) as { errors: object }).errors)).toEqual(['overview']);
+    } finally {
+      plain.close();
+      live.close();
+    }
+  }, 60_000);
+
+  it('keeps the count of devices with health alarms as counter rows, exact through reports, moves and bulk changes', async () => {
+    const [home, away] = ['alarms', 'alarms-away'];
+    await t.fixtures.product(admin, org, home);
+    await t.fixtures.product(admin, org, away);
+    await t.fixtures.devices(admin, org, home, ['al-1', 'al-2', 'al-5', 'al-6']);
+    await t.fixtures.devices(admin, org, home, ['al-3', 'al-4'], { tags: 'go' });
+    const reports = t.app.get(DeviceReportsService);
+    const report = async (alarmsOf: Record<string, Record<string, string>>) => {
+      const rows = await t.db.query<{ id: string; org_id: string; identifier: string }[]>(
+        `SELECT id, org_id, identifier FROM devices WHERE identifier = ANY($1)`,
+        [Object.keys(alarmsOf)],
+      );
+      for (const row of rows) {
+        reports.healthReport(
+          { deviceId: row.id, orgId: row.org_id, identifier: row.identifier },
+          { value: { alarms: alarmsOf[row.identifier], metrics: { cpu_temp: 40 } } },
+        );
+      }
+      await reports.flush();
+    };
+    /** The counter rows against a count over the devices' health, for every product; answers home's and away's. */
+    const alarmCountersExact = async () => {
+      const differ = await t.db.query<{ product_id: string; counted: string | null; kept: string | null }[]>(
+        `WITH counted AS (
+           SELECT d.product_id, count(*) AS n FROM device_health h JOIN devices d ON d.id = h.device_id
+            WHERE h.alarm_count > 0 GROUP BY 1
+         ), kept AS (
+           SELECT product_id, sum(total) AS n FROM product_alarm_counts GROUP BY 1 HAVING sum(total) <> 0
+         )
+         SELECT COALESCE(c.product_id, k.product_id) AS product_id, c.n::text AS counted, k.n::text AS kept
+           FROM counted c FULL JOIN kept k ON k.product_id = c.product_id
+          WHERE c.n IS DISTINCT FROM k.n`,
+      );
+      expect(differ).toEqual([]);
+      const shown = async (p: string) =>
+        (await t.http().get(`/api/orgs/${org}/products/${p}/overview`).set(viewer.auth).expect(200)).body.data
+          .health_alarms.devices as number;
+      const counts = [await shown(home), await shown(away)];
+      expect(counts).toEqual([
+        await listed({ alarm_status: 'with' }, home),
+        await listed({ alarm_status: 'with' }, away),
+      ]);
+      return counts;
+    };
+
+    // Raised (first reports: inserts), then cleared and raised again (updates), in one batch each.
+    await report({ 'al-1': { 'Elixir.Hot': 'hot' }, 'al-2': { 'Elixir.Hot': 'hot' }, 'al-5': {} });
+    expect(await alarmCountersExact()).toEqual([2, 0]);
+    await report({
+      'al-1': {},
+      'al-3': { 'Elixir.Full': 'full' },
+      'al-4': { 'Elixir.Full': 'full', 'Elixir.Hot': 'hot' },
+      'al-5': { 'Elixir.Hot': 'hot' },
+    });
+    expect(await alarmCountersExact()).toEqual([4, 0]);
+    // Another report that keeps the alarms on changes nothing.
+    await report({ 'al-2': { 'Elixir.Hot': 'still hot' } });
+    expect(await alarmCountersExact()).toEqual([4, 0]);
+
+    // A device moved alone, then a filter's devices in bulk: their alarms go with them.
+    await t
+      .http()
+      .post(`/api/orgs/${org}/products/${home}/devices/al-2/move`)
+      .set(admin.auth)
+      .send({ new_org_name: org, new_product_name: away })
+      .expect(200);
+    expect(await alarmCountersExact()).toEqual([3, 1]);
+    const bulk = (p: string, body: object) =>
+      t.http().post(`/api/orgs/${org}/products/${p}/devices/bulk`).set(admin.auth).send(body).expect(200);
+    await bulk(home, { action: 'move', filters: { tags: 'go' }, new_org_name: org, new_product_name: away });
+    expect(await alarmCountersExact()).toEqual([1, 3]);
+    // Bulk changes that move nothing leave the alarms where they are.
+    await bulk(away, { action: 'add_tags', filters: {}, tags: 'checked' });
+    await bulk(away, { action: 'disable_updates', identifiers: ['al-2', 'al-3'] });
+    expect(await alarmCountersExact()).toEqual([1, 3]);
+    // Back in bulk by identifiers.
+    await bulk(away, { action: 'move', identifiers: ['al-4'], new_org_name: org, new_product_name: home });
+    expect(await alarmCountersExact()).toEqual([2, 2]);
+
+    // A deleted device takes its alarm (its health row goes by cascade); a cleared report, its own.
+    await t.http().delete(`/api/orgs/${org}/products/${away}/devices/al-3`).set(admin.auth).expect(204);
+    expect(await alarmCountersExact()).toEqual([2, 1]);
+    await t.http().delete(`/api/orgs/${org}/products/${home}/devices/al-6`).set(admin.auth).expect(204);
+    await report({ 'al-4': {} });
+    expect(await alarmCountersExact()).toEqual([1, 1]);
+    // A health row deleted on its own (the device stays) takes its alarm too.
+    await t.db.query(
+      `DELETE FROM device_health WHERE device_id = (SELECT id FROM devices WHERE identifier = 'al-5')`,
+    );
+    expect(await alarmCountersExact()).toEqual([0, 1]);
   });
 
   it('refuses a bad range or an unknown parameter with a 422 naming it', async () => {

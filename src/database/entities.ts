@@ -31,6 +31,7 @@ import { IrohEndpoint } from '../iroh/iroh-endpoint.entity';
 import { Membership } from '../orgs/membership.entity';
 import { Org } from '../orgs/org.entity';
 import {
+  ProductAlarmCount,
   ProductConnectionCount,
   ProductConnectionSample,
   ProductFirmwareCount,
@@ -81,6 +82,7 @@ export const ENTITIES = [
   BrowserSession,
   EventStreamRecord,
   ProductConnectionCount,
+  ProductAlarmCount,
   ProductFirmwareCount,
   ProductConnectionSample,
   Webhook,

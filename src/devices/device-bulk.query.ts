@@ -26,11 +26,12 @@ export type BulkChange =
   | { kind: 'upgrade' }
   | { kind: 'move'; orgId: string; productId: string };
 
-/** A slice of the product's devices by id (inclusive), so that one statement locks a bounded number of rows. */
-export interface IdWindow {
-  from: string;
-  to: string;
-}
+/**
+ * The planner settings of a window's selection after a full window (DevicesRepository.bulkWindow): the next
+ * window is read in primary-key order, never by a bitmap or a sort of every remaining match (see
+ * `bulkWindowSql`).
+ */
+export const ORDERED_WINDOW_SETTINGS = ['enable_bitmapscan', 'enable_sort'] as const;
 
 /**
  * The transaction-local setting that tells the row trigger keeping the device counters to skip a statement's rows:
@@ -150,11 +151,34 @@ function countersSql(change: BulkChange, param: (value: unknown) => string): str
 }
 
 /**
- * One statement of a bulk change, over the selection (within `window` when given): counts the selected devices,
- * locks the rows it changes in id order (as every statement writing several devices locks them, so that two bulk
- * changes, or a bulk change and the gateway's presence writes, never deadlock; `FOR NO KEY UPDATE`, what an UPDATE
- * of non-key columns takes, so that a membership write's KEY SHARE is not blocked), changes them, and writes the
- * device counters' deltas once (run with COUNTS_BY_STATEMENT set, so that the row trigger skips these rows). A row
+ * The next window of a bulk change over a filter: the ids of the first `size` selected devices after the id
+ * `after` (`'0'` for the first window), in id order, read by primary-key range (`id > after ORDER BY id LIMIT
+ * size`, on the index of the product's ids), so that each window starts where the last one stopped and a whole
+ * run reads the product's devices once. Answers one row: `ids` (as text).
+ */
+export function bulkWindowSql(
+  productId: string,
+  selection: BulkSelection,
+  after: string,
+  size: number,
+): { sql: string; params: unknown[] } {
+  const { where, params } = bulkSelectionSql(productId, selection);
+  params.push(after, size);
+  return {
+    sql: `SELECT COALESCE(array_agg(id::text ORDER BY id), '{}') AS ids FROM (
+            SELECT d.id FROM devices d WHERE ${where} AND d.id > $${params.length - 1}::bigint
+             ORDER BY d.id LIMIT $${params.length}
+          ) w`,
+    params,
+  };
+}
+
+/**
+ * One statement of a bulk change, over the selection (within the window's ids when given): counts the selected
+ * devices, locks the rows it changes in id order (as every statement writing several devices locks them, so that
+ * two bulk changes, or a bulk change and the gateway's presence writes, never deadlock; `FOR NO KEY UPDATE`, what an
+ * UPDATE of non-key columns takes, so that a membership write's KEY SHARE is not blocked), changes them, writes
+ * the device counters' deltas once (run with COUNTS_BY_STATEMENT set, so that the row trigger skips these rows). A row
  * another transaction changed meanwhile is read again once that one commits (READ COMMITTED) and the change is
  * computed from what it holds then: concurrent tag changes add up instead of overwriting each other.
  *
@@ -166,7 +190,7 @@ export function bulkChangeSql(
   productId: string,
   selection: BulkSelection,
   change: BulkChange,
-  window: IdWindow | null,
+  window: readonly string[] | null,
 ): { sql: string; params: unknown[] } {
   const selected = bulkSelectionSql(productId, selection);
   const params = selected.params;
@@ -174,9 +198,7 @@ export function bulkChangeSql(
     params.push(value);
     return `$${params.length}`;
   };
-  const where = window
-    ? `${selected.where} AND d.id BETWEEN ${param(window.from)}::bigint AND ${param(window.to)}::bigint`
-    : selected.where;
+  const where = window ? `${selected.where} AND d.id = ANY(${param(window)}::bigint[])` : selected.where;
   const { changes, set, over, updateIf = 'TRUE' } = changeSql(change, param);
   const sql = `
     WITH matched AS (SELECT count(*)::int AS n FROM devices d WHERE ${where}),
@@ -220,6 +242,3 @@ export function overTagLimitSql(
     params,
   };
 }
-
-/** The product's first device id after `$2` (any, when null); null when there is none. */
-export const NEXT_DEVICE_ID_SQL = `SELECT min(id)::text AS id FROM devices WHERE product_id = $1 AND ($2::bigint IS NULL OR id > $2::bigint)`;

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { roleSatisfies } from '../common/auth/roles';
@@ -17,7 +17,7 @@ import { MembershipsRepository } from '../orgs/memberships.repository';
 import { OrgsService } from '../orgs/orgs.service';
 import type { ProductRecord } from '../products/product-record';
 import { ProductsService } from '../products/products.service';
-import type { BulkAction, BulkChange, BulkSelection, IdWindow } from './device-bulk.query';
+import type { BulkAction, BulkChange, BulkSelection } from './device-bulk.query';
 import { DeviceCommands, UpdateNotifier } from './device-console';
 import { parseDeviceFilters } from './device-list.query';
 import { ALREADY_THE_PRODUCT, UNKNOWN_FIRMWARE } from './devices.errors';
@@ -25,13 +25,15 @@ import { type BulkChangeResult, DevicesRepository } from './devices.repository';
 import type { BulkDevicesDto, BulkDevicesResultView } from './dto/bulk-devices.dto';
 
 /**
- * Ids per window when a bulk change goes over a filter: from the product's first device on, windows of this many
- * ids (each starting at the product's next device after the previous one), each changed in a transaction of its
- * own, so that no transaction holds more than this many device rows locked (devices joining, and the gateway's
- * presence writes, wait at most one window: about half a second) and no statement comes near the 30 s statement
- * timeout, at any fleet size.
+ * Devices per window when a bulk change goes over a filter: the next this many selected devices by id (read by
+ * primary-key range from where the last window stopped), each window changed in a transaction of its own, so that
+ * no transaction holds more than this many device rows locked (devices joining, and the gateway's presence writes,
+ * wait at most one window: about half a second) and no statement comes near the 30 s statement timeout, at any
+ * fleet size.
  */
-export const BULK_WINDOW_IDS = 5000;
+export const BULK_WINDOW_DEVICES = 5000;
+/** The window size DeviceBulkService uses (a provider, so that tests can cross windows with a few devices). */
+export const BULK_WINDOW = Symbol('BULK_WINDOW');
 /** A window that lost a race to a deadlock or a serialization failure is run again, at most this often in all. */
 const WINDOW_ATTEMPTS = 4;
 
@@ -53,11 +55,11 @@ type Plan =
 
 /**
  * `POST .../devices/bulk`: one action on many devices of a product, named by identifiers (at most 1,000: one
- * statement, one transaction) or by the device list's filters (any number: one statement per window of ids, each
- * in its own transaction). Each statement is set-based (device-bulk.query.ts); the follow-ups of the per-device
- * actions happen per window, set-wise too: deployment group membership after tag changes, the pending updates of
- * an upgrade and the gateway's push of them, a move's group, pending updates and network identities and the
- * reconnection of the moved devices. Audited once per request, with its counts.
+ * statement, one transaction) or by the device list's filters (any number: windows of BULK_WINDOW_DEVICES devices
+ * read by primary-key range, each changed by one statement in its own transaction). Each statement is set-based
+ * (device-bulk.query.ts); the follow-ups of the per-device actions happen per window, set-wise too: deployment
+ * group membership after tag changes, the pending updates of an upgrade and the gateway's push of them, a move's
+ * group, pending updates and network identities and the reconnection of the moved devices. Audited once per request, with its counts.
  */
 @Injectable()
 export class DeviceBulkService {
@@ -77,6 +79,7 @@ export class DeviceBulkService {
     private readonly pendingUpdates: PendingUpdatesRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
     private readonly live: LiveEvents,
+    @Inject(BULK_WINDOW) private readonly windowSize: number,
   ) {}
 
   async apply(
@@ -94,37 +97,44 @@ export class DeviceBulkService {
       if (over > 0) throw DomainError.invalidField('tags', TOO_MANY_TAGS(over));
     }
     const totals = { matched: 0, changed: 0 };
-    // A window's first id: the product's next device (nothing left: done). The identifiers need no window.
-    let next: string | null =
-      'identifiers' in selection ? '' : await this.devices.firstIdAfter(product.id, null);
+    // Where the next window starts (after this id; the identifiers need no window), and whether the filter
+    // matched a full window already (the next ones are read in primary-key order only).
+    let after: string | null = 'identifiers' in selection ? null : '0';
+    let ordered = false;
     let committed = 0;
     try {
-      if (next === null) {
-        await this.transactions.run((tx) => this.record(tx, access, product, plan, dto, totals));
-      }
-      while (next !== null) {
-        const window: IdWindow | null = next === '' ? null : windowFrom(next);
+      for (;;) {
+        const start = after;
+        const inOrder = ordered;
         const result = await this.retrying(() =>
           this.transactions.run(async (tx) => {
+            const window =
+              start === null
+                ? null
+                : await this.devices.bulkWindow(product.id, selection, start, this.windowSize, inOrder, tx);
             const done = await this.devices.bulkChange(product.id, selection, plan.change, window, tx);
             if (done.overLimit > 0) throw DomainError.invalidField('tags', TOO_MANY_TAGS(done.overLimit));
             await this.followUp(access, product, plan, done, tx);
-            const after = window ? await this.devices.firstIdAfter(product.id, window.to, tx) : null;
+            // A window that came back full may have a next one; anything less was the last.
+            const next =
+              window !== null && window.length === this.windowSize ? window[window.length - 1] : null;
             // The last window's transaction records the request: the entry exists once everything committed.
-            if (after === null) {
+            if (next === null) {
               await this.record(tx, access, product, plan, dto, {
                 matched: totals.matched + done.matched,
                 changed: totals.changed + changedBy(plan, done),
               });
             }
-            return { done, after };
+            return { done, next };
           }),
         );
         committed++;
         totals.matched += result.done.matched;
         totals.changed += changedBy(plan, result.done);
-        next = result.after;
         await this.notify(product, plan, result.done);
+        if (result.next === null) break;
+        after = result.next;
+        ordered = true;
       }
     } catch (err) {
       // Windows already committed stay changed: the audit log says so, with what they changed.
@@ -327,9 +337,4 @@ export class DeviceBulkService {
 /** Devices a window changed: every locked device for an upgrade or a move, else the rows written. */
 function changedBy(plan: Plan, done: BulkChangeResult): number {
   return plan.action === 'upgrade' || plan.action === 'move' ? done.ids.length : done.written;
-}
-
-/** The window of BULK_WINDOW_IDS ids that starts at `first`. */
-function windowFrom(first: string): IdWindow {
-  return { from: first, to: String(BigInt(first) + BigInt(BULK_WINDOW_IDS - 1)) };
 }

@@ -27,6 +27,7 @@ export type FirmwareMetadata = Record<string, string | null>;
 @Index('devices_connected_instance_id_idx', ['connectedInstanceId'])
 @Index('devices_product_id_connected_at_idx', { synchronize: false })
 @Index('devices_product_id_updates_blocked_until_idx', { synchronize: false })
+@Index('devices_product_id_id_idx', { synchronize: false })
 export class Device {
   @BigIdColumn()
   id: string;

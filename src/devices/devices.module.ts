@@ -13,7 +13,7 @@ import { ScriptsModule } from '../scripts/scripts.module';
 import { ProductsModule } from '../products/products.module';
 import { DeviceRecordsModule } from './device-records.module';
 import { DevicesController, DevicesShortController } from './devices.controller';
-import { DeviceBulkService } from './device-bulk.service';
+import { BULK_WINDOW, BULK_WINDOW_DEVICES, DeviceBulkService } from './device-bulk.service';
 import { DevicesService } from './devices.service';
 
 @Module({
@@ -34,7 +34,13 @@ import { DevicesService } from './devices.service';
     LiveEventsModule,
   ],
   controllers: [DevicesController, DevicesShortController, DeviceImportsController],
-  providers: [DevicesService, DeviceBulkService, DeviceImportsRepository, DeviceImportsService],
+  providers: [
+    DevicesService,
+    DeviceBulkService,
+    { provide: BULK_WINDOW, useValue: BULK_WINDOW_DEVICES },
+    DeviceImportsRepository,
+    DeviceImportsService,
+  ],
   exports: [DevicesService],
 })
 export class DevicesModule {}

@@ -25,13 +25,15 @@ import { EventStream } from './event-stream';
 import { EventStreamsRepository } from './event-streams.repository';
 import { LiveEvents } from './live-events';
 import { LIVE_TIMING, type LiveTiming } from './live-timing';
+import { OverviewWatcher } from './overview-watcher';
 
 /** After the shutdown ends a stream, how long its reader has to take what was handed to it before it is cut. */
 const SHUTDOWN_GRACE_MS = 1000;
 
 /**
  * The console's event streams: opened for a member of the product's organization (view is enough), counted
- * against the per-user limit across instances, fed by LiveEvents and the DeploymentCountsWatcher, and ended when
+ * against the per-user limit across instances, fed by LiveEvents, the DeploymentCountsWatcher and (with
+ * `overview=true`) the OverviewWatcher, and ended when
  * their caller may no longer see them (its token or session revoked, expired or idle, its membership gone), when
  * they cannot keep up, and when the instance stops (their clients reconnect to another).
  */
@@ -47,6 +49,7 @@ export class EventStreamsService implements OnModuleInit, BeforeApplicationShutd
     private readonly devices: DeviceRecordsService,
     private readonly live: LiveEvents,
     private readonly counts: DeploymentCountsWatcher,
+    private readonly overview: OverviewWatcher,
     private readonly records: EventStreamsRepository,
     private readonly transactions: Transactions,
     private readonly tokens: TokensService,
@@ -130,13 +133,13 @@ export class EventStreamsService implements OnModuleInit, BeforeApplicationShutd
       sessionId: actor.sessionId ?? null,
     });
     const recordId = id;
-    let unwatch: (() => void) | null = null;
+    const unwatch: (() => void)[] = [];
     let ended = false;
     stream.once('close', () => {
       ended = true;
       this.streams.delete(stream);
       this.live.unlisten(stream);
-      unwatch?.();
+      for (const stop of unwatch.splice(0)) stop();
       this.records.delete(recordId).catch((err: unknown) => {
         this.logger.warn({ err }, 'event stream record not deleted');
       });
@@ -146,9 +149,13 @@ export class EventStreamsService implements OnModuleInit, BeforeApplicationShutd
     this.streams.add(stream);
     try {
       await this.live.listen(stream);
-      const stop = await this.counts.watch(product.id, stream);
-      if (ended) stop();
-      else unwatch = stop;
+      // Each watch is undone with the stream, at once if it ended meanwhile.
+      const keep = (stop: () => void): void => {
+        if (ended) stop();
+        else unwatch.push(stop);
+      };
+      keep(await this.counts.watch(product.id, stream));
+      if (query.overview === true) keep(await this.overview.watch(product.id, stream));
     } catch (err) {
       stream.fail('the stream could not start');
       throw err;

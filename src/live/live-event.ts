@@ -49,6 +49,29 @@ export interface DeviceLogData {
   timestamp: string;
 }
 
+/** The overview's counters (FleetCountersView, as `GET .../overview` shows them). */
+export interface ProductOverviewData {
+  devices: { total: number; connected: number; disconnected: number; not_seen: number };
+  firmware: {
+    versions: { version: string; devices: number }[];
+    other_devices: number;
+    other_versions: number;
+    unknown: number;
+  };
+  rollouts: {
+    deployment_group: string;
+    firmware_version: string | null;
+    release_number: number | null;
+    is_active: boolean;
+    updating: number;
+    concurrent_updates: number;
+    paused_reason: string | null;
+    paused_at: string | null;
+  }[];
+  manual_updates: number;
+  health_alarms: { devices: number };
+}
+
 export interface StreamSkippedData {
   lines: number;
 }
@@ -62,6 +85,8 @@ export type LiveEvent =
   | { name: 'device.connection'; product: string; data: DeviceConnectionData }
   | { name: 'device.update'; product: string; data: DeviceUpdateData }
   | { name: 'deployment_group.counts'; product: string; data: GroupCountsData }
+  /** Computed by each instance for its own streams (OverviewWatcher), never sent on the bus. */
+  | { name: 'product.overview'; product: string; data: ProductOverviewData }
   | { name: 'device.console'; product: string; device: string; data: DeviceConsoleData }
   | { name: 'device.log'; product: string; device: string; data: DeviceLogData };
 
@@ -70,7 +95,7 @@ export type LiveEventName = LiveEvent['name'] | 'stream.skipped';
 /** Events that replace an earlier one of the same key (the latest wins). */
 export type StatusEvent = Extract<
   LiveEvent,
-  { name: 'device.connection' | 'device.update' | 'deployment_group.counts' }
+  { name: 'device.connection' | 'device.update' | 'deployment_group.counts' | 'product.overview' }
 >;
 /** Events that are lines of a device's output, kept in order and dropped oldest first. */
 export type LineEvent = Extract<LiveEvent, { name: 'device.console' | 'device.log' }>;
@@ -79,11 +104,17 @@ export function isLine(event: LiveEvent): event is LineEvent {
   return event.name === 'device.console' || event.name === 'device.log';
 }
 
-/** The coalescing key of a status event: one per device and event, or per deployment group. */
+/** The coalescing key of a status event: one per device and event, per deployment group, or per product. */
 export function statusKey(event: StatusEvent): string {
-  return event.name === 'deployment_group.counts'
-    ? `${event.name}\0${event.data.name}`
-    : `${event.name}\0${event.data.identifier}`;
+  switch (event.name) {
+    case 'deployment_group.counts':
+      return `${event.name}\0${event.data.name}`;
+    case 'product.overview':
+      return `${event.name}\0${event.product}`;
+    case 'device.connection':
+    case 'device.update':
+      return `${event.name}\0${event.data.identifier}`;
+  }
 }
 
 /** The Server-Sent Events frame of an event: its name, and its payload as one line of JSON. */

@@ -10,6 +10,10 @@ export interface LiveTiming {
   countsMinMs: number;
   /** Counts are computed again this often even without a sign of change (penalty boxes expire on their own). */
   countsRefreshMs: number;
+  /** The fleet overview's counters are computed at most this often (and never more often than 5 times the last). */
+  overviewMinMs: number;
+  /** …and again this often without a sign of change (health reports and device creations say nothing live). */
+  overviewRefreshMs: number;
 }
 
 export const LIVE_TIMING = Symbol('LIVE_TIMING');
@@ -20,4 +24,6 @@ export const DEFAULT_LIVE_TIMING: LiveTiming = {
   stallMs: 60_000,
   countsMinMs: 500,
   countsRefreshMs: 10_000,
+  overviewMinMs: 1000,
+  overviewRefreshMs: 5000,
 };

@@ -24,6 +24,14 @@ export class LiveController {
       "A device of the product: the stream also carries that device's console output and log lines",
     schema: { type: 'string', minLength: 1, maxLength: 255 },
   })
+  @ApiQuery({
+    name: 'overview',
+    required: false,
+    description:
+      "`true`: the stream also carries the fleet overview's counters (`product.overview`), the current ones at " +
+      'once and then whenever they change',
+    schema: { type: 'boolean', default: false },
+  })
   @EventStreamRoute()
   @Header('Cache-Control', 'no-cache, no-transform')
   @Header('X-Accel-Buffering', 'no')
@@ -43,8 +51,9 @@ export class LiveController {
       'The stream ends when its token or session is revoked (at once), expires or idles out, when the caller ' +
       'leaves the organization (checked every 30 s; an open stream is not use of a session), and when the ' +
       'server instance stops. At most `FLEETHUB_EVENT_STREAMS_PER_USER` (default 10) streams per user are open ' +
-      'at once, across instances: one more is a 429. An unknown parameter, or a `device` that is not one string ' +
-      "of 1 to 255 characters, is a 422; a device that is not one of the product's, the constant 404.",
+      'at once, across instances: one more is a 429. An unknown parameter, a `device` that is not one string ' +
+      'of 1 to 255 characters, or an `overview` other than `true` or `false`, is a 422; a device that is not ' +
+      "one of the product's, the constant 404.",
     text: {
       mediaType: 'text/event-stream',
       description:

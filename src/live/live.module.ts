@@ -5,6 +5,7 @@ import { DeploymentRecordsModule } from '../deployments/deployment-records.modul
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { HealthModule } from '../health/health.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { OverviewModule } from '../overview/overview.module';
 import { ProductsModule } from '../products/products.module';
 import { DeploymentCountsWatcher } from './deployment-counts-watcher';
 import { EventStreamsRepository } from './event-streams.repository';
@@ -12,6 +13,7 @@ import { EventStreamsService } from './event-streams.service';
 import { LiveEventsModule } from './live-events.module';
 import { DEFAULT_LIVE_TIMING, LIVE_TIMING } from './live-timing';
 import { LiveController } from './live.controller';
+import { OverviewWatcher } from './overview-watcher';
 
 /** The console's live push: `GET .../products/{product_name}/events`, fed by LiveEvents (docs/decisions.md). */
 @Module({
@@ -23,6 +25,7 @@ import { LiveController } from './live.controller';
     InstanceBusModule,
     LiveEventsModule,
     OrgsModule,
+    OverviewModule,
     ProductsModule,
   ],
   controllers: [LiveController],
@@ -31,6 +34,7 @@ import { LiveController } from './live.controller';
     DeploymentCountsWatcher,
     EventStreamsRepository,
     EventStreamsService,
+    OverviewWatcher,
   ],
   exports: [EventStreamsService],
 })

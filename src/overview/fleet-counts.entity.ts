@@ -56,6 +56,30 @@ export class ProductFirmwareCount {
 }
 
 /**
+ * A product's devices whose latest health report has an active alarm (`device_health.alarm_count > 0`), kept
+ * exact by triggers (migration `HealthAlarmCounts`): statement-level on `device_health` (a report raising or
+ * clearing alarms, the device's product read from `devices`), in the statement-level update trigger of `devices`
+ * (a move carries an alarmed device's count to its new product) and a row-level BEFORE DELETE trigger of
+ * `devices` (the device's health row then goes by cascade, when its product can no longer be read). Sharded as
+ * ProductConnectionCount.
+ */
+@Entity('product_alarm_counts')
+export class ProductAlarmCount {
+  @PrimaryColumn({ name: 'product_id', type: 'bigint' })
+  productId: string;
+
+  @ManyToOne(() => Product, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'product_id' })
+  product?: Product;
+
+  @PrimaryColumn({ type: 'smallint' })
+  shard: number;
+
+  @Column({ type: 'bigint', default: 0 })
+  total: string;
+}
+
+/**
  * "Connected over time": a product's connected devices and device total, sampled once a minute (the minute is
  * the key, so a second instance sampling the same minute adds nothing) from the counter rows and kept for
  * SAMPLE_RETENTION_DAYS.

@@ -33,6 +33,9 @@ export interface OverviewRow {
   alarmed_devices: { identifier: string; alarm_count: number; status: string }[] | null;
 }
 
+/** The overview's counters without the named alarmed devices (what the live `product.overview` event carries). */
+export type CountersRow = Omit<OverviewRow, 'alarmed_devices'>;
+
 export interface SampleRow {
   at: Date;
   connected: number;
@@ -47,8 +50,10 @@ export interface SampleRow {
  * - rollouts in progress: the product's deployment groups (unique index on product and name) with their
  *   updates in flight (`pending_updates_deployment_group_id_idx`), those with none left out unless paused;
  * - manual updates in flight: `pending_updates` by the product's firmware (`pending_updates_firmware_id_idx`);
- * - devices with health alarms: the partial index of alarmed devices (`device_health_alarmed_idx`), each checked
- *   against its device's product by primary key: proportional to the alarmed devices, not to the fleet.
+ * - devices with health alarms: how many, from the counter rows the triggers keep (`product_alarm_counts`,
+ *   migration HealthAlarmCounts); the first of them (the overview call only, not its counters) through the
+ *   partial index of alarmed devices (`device_health_alarmed_idx`), each checked against its device's product by
+ *   primary key: proportional to the alarmed devices of the server, and skipped when the product has none.
  * And the connection samples (`product_connection_samples`), written here too.
  */
 @Injectable()
@@ -56,43 +61,20 @@ export class FleetOverviewRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   async overview(productId: string): Promise<OverviewRow> {
-    const [row] = await readRows<OverviewRow>(
-      this.db,
-      `WITH versions AS (
-         SELECT firmware_version AS version, sum(total) AS devices
-           FROM product_firmware_counts WHERE product_id = $1
-          GROUP BY 1 HAVING sum(total) <> 0
-       ), alarmed AS (
-         SELECT d.identifier, h.alarm_count, h.status::text AS status
-           FROM device_health h JOIN devices d ON d.id = h.device_id
-          WHERE h.alarm_count > 0 AND d.product_id = $1
-       ), rollouts AS (
-         SELECT g.name, g.is_active, g.paused_reason, g.paused_at, r.number AS release_number,
-                f.version AS firmware_version, g.concurrent_updates,
-                (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = g.id) AS updating
-           FROM deployment_groups g
-           LEFT JOIN deployment_releases r ON r.id = g.current_release_id
-           LEFT JOIN firmwares f ON f.id = r.firmware_id
-          WHERE g.product_id = $1
-       )
-       SELECT
-         (SELECT json_object_agg(connection_status, n) FROM (
-            SELECT connection_status, sum(total)::text AS n FROM product_connection_counts
-             WHERE product_id = $1 GROUP BY 1) c) AS connection,
-         (SELECT json_agg(json_build_object('version', version, 'devices', devices::text)
-                          ORDER BY devices DESC, version)
-            FROM (SELECT * FROM versions ORDER BY devices DESC, version LIMIT $2) top) AS versions,
-         (SELECT sum(devices)::text FROM versions) AS versioned,
-         (SELECT count(*)::int FROM versions) AS version_count,
-         (SELECT json_agg(rollouts ORDER BY name) FROM rollouts
-           WHERE updating > 0 OR paused_reason IS NOT NULL) AS rollouts,
-         (SELECT count(*)::int FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id
-           WHERE f.product_id = $1 AND pu.deployment_group_id IS NULL) AS manual_updates,
-         (SELECT count(*)::int FROM alarmed) AS alarmed,
-         (SELECT json_agg(a ORDER BY alarm_count DESC, identifier) FROM (
-            SELECT * FROM alarmed ORDER BY alarm_count DESC, identifier LIMIT $3) a) AS alarmed_devices`,
-      [productId, TOP_VERSIONS, ALARMED_LISTED],
-    );
+    const [row] = await readRows<OverviewRow>(this.db, overviewSql(true), [
+      productId,
+      TOP_VERSIONS,
+      ALARMED_LISTED,
+    ]);
+    return row;
+  }
+
+  /**
+   * The overview's counters alone (no alarmed device named): what the live `product.overview` event carries,
+   * computed for the product's watchers at most about once a second while its devices change.
+   */
+  async counters(productId: string): Promise<CountersRow> {
+    const [row] = await readRows<CountersRow>(this.db, overviewSql(false), [productId, TOP_VERSIONS]);
     return row;
   }
 
@@ -140,4 +122,50 @@ export class FleetOverviewRepository {
     );
     return rows[0]?.written ?? 0;
   }
+}
+
+/**
+ * The overview statement: `$1` the product, `$2` how many versions are named, and with `named` `$3` how many
+ * alarmed devices are named (`alarmed_devices`); without, the counters alone.
+ */
+function overviewSql(named: boolean): string {
+  return `WITH versions AS (
+         SELECT firmware_version AS version, sum(total) AS devices
+           FROM product_firmware_counts WHERE product_id = $1
+          GROUP BY 1 HAVING sum(total) <> 0
+       ), alarm_total AS (
+         SELECT COALESCE(sum(total), 0)::int AS n FROM product_alarm_counts WHERE product_id = $1
+       ), alarmed AS (
+         SELECT d.identifier, h.alarm_count, h.status::text AS status
+           FROM device_health h JOIN devices d ON d.id = h.device_id
+          WHERE h.alarm_count > 0 AND d.product_id = $1 AND (SELECT n FROM alarm_total) > 0
+       ), rollouts AS (
+         SELECT g.name, g.is_active, g.paused_reason, g.paused_at, r.number AS release_number,
+                f.version AS firmware_version, g.concurrent_updates,
+                (SELECT count(*)::int FROM pending_updates pu WHERE pu.deployment_group_id = g.id) AS updating
+           FROM deployment_groups g
+           LEFT JOIN deployment_releases r ON r.id = g.current_release_id
+           LEFT JOIN firmwares f ON f.id = r.firmware_id
+          WHERE g.product_id = $1
+       )
+       SELECT
+         (SELECT json_object_agg(connection_status, n) FROM (
+            SELECT connection_status, sum(total)::text AS n FROM product_connection_counts
+             WHERE product_id = $1 GROUP BY 1) c) AS connection,
+         (SELECT json_agg(json_build_object('version', version, 'devices', devices::text)
+                          ORDER BY devices DESC, version)
+            FROM (SELECT * FROM versions ORDER BY devices DESC, version LIMIT $2) top) AS versions,
+         (SELECT sum(devices)::text FROM versions) AS versioned,
+         (SELECT count(*)::int FROM versions) AS version_count,
+         (SELECT json_agg(rollouts ORDER BY name) FROM rollouts
+           WHERE updating > 0 OR paused_reason IS NOT NULL) AS rollouts,
+         (SELECT count(*)::int FROM pending_updates pu JOIN firmwares f ON f.id = pu.firmware_id
+           WHERE f.product_id = $1 AND pu.deployment_group_id IS NULL) AS manual_updates,
+         (SELECT n FROM alarm_total) AS alarmed${
+           named
+             ? `,
+         (SELECT json_agg(a ORDER BY alarm_count DESC, identifier) FROM (
+            SELECT * FROM alarmed ORDER BY alarm_count DESC, identifier LIMIT $3) a) AS alarmed_devices`
+             : ''
+         }`;
 }

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { OrgAccess } from '../common/auth/actor';
 import { ProductsService } from '../products/products.service';
 import type { FleetOverviewQuery } from './dto/fleet-overview.query';
-import type { FleetOverviewView } from './dto/fleet-overview.view';
-import { FleetOverviewRepository } from './fleet-overview.repository';
+import type { FleetCountersView, FleetOverviewView } from './dto/fleet-overview.view';
+import { type CountersRow, FleetOverviewRepository } from './fleet-overview.repository';
 
 /** "Connected over time" answers at most about this many points, whatever the range. */
 const MAX_POINTS = 360;
@@ -30,6 +30,14 @@ export class FleetOverviewService {
     private readonly products: ProductsService,
   ) {}
 
+  /**
+   * The overview's counters of a product (its internal id), for the live `product.overview` event: counter rows
+   * and indexes only, no history, no alarmed device named.
+   */
+  async counters(productId: string): Promise<FleetCountersView> {
+    return countersView(await this.overview.counters(productId));
+  }
+
   async show(
     access: OrgAccess,
     productName: string,
@@ -43,38 +51,18 @@ export class FleetOverviewService {
       this.overview.overview(product.id),
       this.overview.samples(product.id, from, interval),
     ]);
-    const connected = count(row.connection?.connected);
-    const disconnected = count(row.connection?.disconnected);
-    const notSeen = count(row.connection?.not_seen);
-    const total = connected + disconnected + notSeen;
-    const versions = (row.versions ?? []).map((v) => ({ version: v.version, devices: count(v.devices) }));
-    const listed = versions.reduce((sum, v) => sum + v.devices, 0);
-    const versioned = count(row.versioned);
+    const counters = countersView(row);
     return {
       data: {
-        devices: { total, connected, disconnected, not_seen: notSeen },
+        devices: counters.devices,
         connected_history: {
           from: from.toISOString(),
           interval_seconds: interval,
           points: samples.map((s) => ({ at: s.at.toISOString(), connected: s.connected, total: s.total })),
         },
-        firmware: {
-          versions,
-          other_devices: versioned - listed,
-          other_versions: count(row.version_count) - versions.length,
-          unknown: total - versioned,
-        },
-        rollouts: (row.rollouts ?? []).map((r) => ({
-          deployment_group: r.name,
-          firmware_version: r.firmware_version,
-          release_number: r.release_number,
-          is_active: r.is_active,
-          updating: r.updating,
-          concurrent_updates: r.concurrent_updates,
-          paused_reason: r.paused_reason,
-          paused_at: r.paused_at === null ? null : new Date(r.paused_at).toISOString(),
-        })),
-        manual_updates: row.manual_updates,
+        firmware: counters.firmware,
+        rollouts: counters.rollouts,
+        manual_updates: counters.manual_updates,
         health_alarms: {
           devices: row.alarmed,
           first: (row.alarmed_devices ?? []).map((a) => ({
@@ -86,4 +74,36 @@ export class FleetOverviewService {
       },
     };
   }
+}
+
+/** The counters of an overview row as the API shows them. */
+function countersView(row: CountersRow): FleetCountersView {
+  const connected = count(row.connection?.connected);
+  const disconnected = count(row.connection?.disconnected);
+  const notSeen = count(row.connection?.not_seen);
+  const total = connected + disconnected + notSeen;
+  const versions = (row.versions ?? []).map((v) => ({ version: v.version, devices: count(v.devices) }));
+  const listed = versions.reduce((sum, v) => sum + v.devices, 0);
+  const versioned = count(row.versioned);
+  return {
+    devices: { total, connected, disconnected, not_seen: notSeen },
+    firmware: {
+      versions,
+      other_devices: versioned - listed,
+      other_versions: count(row.version_count) - versions.length,
+      unknown: total - versioned,
+    },
+    rollouts: (row.rollouts ?? []).map((r) => ({
+      deployment_group: r.name,
+      firmware_version: r.firmware_version,
+      release_number: r.release_number,
+      is_active: r.is_active,
+      updating: r.updating,
+      concurrent_updates: r.concurrent_updates,
+      paused_reason: r.paused_reason,
+      paused_at: r.paused_at === null ? null : new Date(r.paused_at).toISOString(),
+    })),
+    manual_updates: row.manual_updates,
+    health_alarms: { devices: row.alarmed },
+  };
 }

@@ -353,6 +353,113 @@ describe('the operator console in Chromium', () => {
     await context.close();
   });
 
+  it("the device page offers every action of the member's role: a manager's, then none to a viewer", async () => {
+    await t.fixtures.product(admin, org, 'store');
+    const firmware = await t.fixtures.firmware(admin, org, 'gateway', { version: '3.0.0' });
+    // gw-0050 in the deployment penalty box, as a rollout would leave it.
+    await t.db.query(
+      `UPDATE devices SET updates_blocked_until = now() + interval '1 hour', update_attempts = ARRAY[now()]
+        WHERE identifier = 'gw-0050'`,
+    );
+    const shown = async (product: string, identifier: string) =>
+      (
+        await t
+          .http()
+          .get(`/api/orgs/${org}/products/${product}/devices/${identifier}`)
+          .set(admin.auth)
+          .expect(200)
+      ).body.data as { updates_enabled: boolean; updates_blocked_until: string | null; tags: string };
+
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, admin);
+    await page.goto(`${url}/orgs/${org}/products/gateway/devices/gw-0050`);
+    await page.getByRole('heading', { name: 'gw-0050' }).waitFor();
+    for (const name of [
+      'Reboot',
+      'Reconnect',
+      'Turn automatic updates off',
+      'Clear penalty box',
+      'Delete device',
+    ]) {
+      await page.getByRole('button', { name, exact: true }).waitFor();
+    }
+    await page.getByRole('button', { name: 'Push update' }).waitFor();
+    await page.getByRole('button', { name: 'Save device' }).waitFor();
+    await page.getByRole('button', { name: 'Move…' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // Out of the penalty box: no block, automatic updates on (the button goes with the block).
+    await page.getByRole('button', { name: 'Clear penalty box' }).click();
+    await page.getByRole('status').filter({ hasText: 'Penalty box cleared' }).waitFor();
+    await page.getByRole('button', { name: 'Clear penalty box' }).waitFor({ state: 'detached' });
+    expect(await shown('gateway', 'gw-0050')).toMatchObject({
+      updates_enabled: true,
+      updates_blocked_until: null,
+    });
+    // Automatic updates off, and on again.
+    await page.getByRole('button', { name: 'Turn automatic updates off' }).click();
+    await page.getByRole('status').filter({ hasText: 'Automatic updates turned off.' }).waitFor();
+    expect((await shown('gateway', 'gw-0050')).updates_enabled).toBe(false);
+    await page.getByRole('button', { name: 'Turn automatic updates on' }).click();
+    await page.getByRole('status').filter({ hasText: 'Automatic updates turned on.' }).waitFor();
+    expect((await shown('gateway', 'gw-0050')).updates_enabled).toBe(true);
+    // An upgrade, requested from the page.
+    await page.getByLabel('Firmware', { exact: true }).selectOption(firmware.uuid);
+    await page.getByRole('button', { name: 'Push update' }).click();
+    await page.getByRole('status').filter({ hasText: 'Update requested.' }).waitFor();
+    const [pending] = await t.db.query<{ n: string }[]>(
+      `SELECT count(*) AS n FROM pending_updates pu JOIN devices d ON d.id = pu.device_id
+        WHERE d.identifier = 'gw-0050'`,
+    );
+    expect(Number(pending.n)).toBe(1);
+    // Tags edited.
+    await page.getByLabel('Tags (comma-separated)').fill('moved, roof');
+    await page.getByRole('button', { name: 'Save device' }).click();
+    await page.getByRole('status').filter({ hasText: 'Device saved.' }).waitFor();
+    expect((await shown('gateway', 'gw-0050')).tags).toBe('moved,roof');
+
+    // Moved to another product, after a confirmation; the page follows it to its new address.
+    await page.getByLabel('Product', { exact: true }).selectOption('store');
+    await page.getByRole('button', { name: 'Move…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Move gw-0050' });
+    await dialog.getByText('leaves its deployment group').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Move the device' }).click();
+    await page.waitForURL(`${url}/orgs/${org}/products/store/devices/gw-0050`);
+    await page.getByRole('heading', { name: 'gw-0050' }).waitFor();
+    await shown('store', 'gw-0050');
+    await t.http().get(`/api/orgs/${org}/products/gateway/devices/gw-0050`).set(admin.auth).expect(404);
+
+    // Deleted, after the browser's confirmation: back to the list, the device gone.
+    page.once('dialog', (question) => void question.accept());
+    await page.getByRole('button', { name: 'Delete device' }).click();
+    await page.waitForURL(`${url}/orgs/${org}/products/store/devices`);
+    await t.http().get(`/api/orgs/${org}/products/store/devices/gw-0050`).set(admin.auth).expect(404);
+    expect(problems).toEqual([]);
+    await context.close();
+
+    // A view member: the same page, no action.
+    const viewing = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const viewerPage = await watchedPage(viewing, problems);
+    await signIn(viewerPage, url, viewer);
+    await viewerPage.goto(`${url}/orgs/${org}/products/gateway/devices/gw-0051`);
+    await viewerPage.getByRole('heading', { name: 'gw-0051' }).waitFor();
+    await viewerPage.getByRole('heading', { name: 'Firmware update' }).waitFor();
+    expect(
+      await viewerPage
+        .getByRole('button', {
+          name: /Reboot|Reconnect|automatic updates|penalty box|Delete|Move|Push update|Save/,
+        })
+        .count(),
+    ).toBe(0);
+    expect(await viewerPage.getByLabel('Tags (comma-separated)').isDisabled()).toBe(true);
+    expect(await seriousViolations(viewerPage)).toEqual([]);
+    expect(problems).toEqual([]);
+    await viewing.close();
+  }, 180_000);
+
   it('a view member is offered no change, and the server refuses one from its session anyway', async () => {
     const problems: string[] = [];
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

@@ -364,6 +364,69 @@ describe('the console: CA certificates, iroh endpoints and the fleet overview in
     await context.close();
   });
 
+  it('the overview follows the fleet live: a device joining moves the connected count without a reload', async () => {
+    const problems: string[] = [];
+    const context = await browser.newContext({ viewport: VIEWPORT });
+    const page = await watchedPage(context, problems);
+    await signIn(page, url, viewer);
+    await page.goto(`${url}/orgs/${org}/products/gateway`);
+    const tile = (name: string) => page.locator('.tiles > div').filter({ hasText: name }).locator('dd a');
+    await page.locator('.live-badge').filter({ hasText: 'Live' }).waitFor();
+    const before = (
+      await t.http().get(`/api/orgs/${org}/products/gateway/overview`).set(admin.auth).expect(200)
+    ).body.data.devices as { total: number; connected: number };
+    expect(digits(await tile('Connected now').textContent())).toBe(before.connected);
+    // A mark in the page: still there afterwards, so nothing reloaded it.
+    await page.evaluate('window.__notReloaded = true');
+    const overviewReads: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().includes('/overview')) overviewReads.push(request.url());
+    });
+
+    const secret = await t
+      .http()
+      .post(`/api/orgs/${org}/products/gateway/shared_secrets`)
+      .set(admin.auth)
+      .send({})
+      .expect(201);
+    const joining = new Simulator({
+      url,
+      key: secret.body.data.key,
+      secret: secret.body.data.secret,
+      devices: 1,
+      prefix: 'joining-',
+      firmware: { version: '1.5.0' },
+    });
+    try {
+      joining.start(0);
+      await tile('Connected now')
+        .filter({ hasText: new RegExp(`^${before.connected + 1}$`) })
+        .waitFor();
+      await page
+        .locator('.tiles > div')
+        .filter({ hasText: 'Connected now' })
+        .getByText(`of ${before.total + 1}`, { exact: false })
+        .waitFor();
+      // Its firmware joins the distribution, from the same event.
+      await page.getByRole('row', { name: /1\.5\.0/ }).waitFor();
+    } finally {
+      await joining.stop();
+    }
+    await tile('Connected now')
+      .filter({ hasText: new RegExp(`^${before.connected}$`) })
+      .waitFor();
+    expect(digits(await tile('Disconnected').textContent())).toBe(1);
+    expect(await page.evaluate('window.__notReloaded')).toBe(true);
+    // The counters came with the events: the page read the overview again only if the devices with alarms changed
+    // (a simulated device may report one), to name them.
+    const alarms = (
+      await t.http().get(`/api/orgs/${org}/products/gateway/overview`).set(admin.auth).expect(200)
+    ).body.data.health_alarms.devices as number;
+    if (alarms === 2) expect(overviewReads).toEqual([]);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it('a view member sees these pages without a manage action, and the server refuses one anyway', async () => {
     const token = (
       await t.http().get(`/api/orgs/${org}/ca_certificates/verification_token`).set(admin.auth).expect(200)

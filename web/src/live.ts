@@ -19,6 +19,7 @@ const EVENT_NAMES: readonly LiveEventName[] = [
   'device.connection',
   'device.update',
   'deployment_group.counts',
+  'product.overview',
   'device.console',
   'device.log',
   'stream.skipped',
@@ -48,10 +49,18 @@ export class LiveStream {
 
   constructor(private readonly url: string) {}
 
-  /** `/api/orgs/{org}/products/{product}/events`, with one device's console and logs when `device` is given. */
-  static forProduct(org: string, product: string, device?: string): LiveStream {
-    const query = device === undefined ? '' : `?device=${encodeURIComponent(device)}`;
-    return new LiveStream(`/api/orgs/${seg(org)}/products/${seg(product)}/events${query}`);
+  /**
+   * `/api/orgs/{org}/products/{product}/events`, with one device's console and logs when `device` is given, with
+   * the fleet overview's counters (`product.overview`) when `overview` is.
+   */
+  static forProduct(org: string, product: string, device?: string, overview = false): LiveStream {
+    const query = new URLSearchParams();
+    if (device !== undefined) query.set('device', device);
+    if (overview) query.set('overview', 'true');
+    const search = query.toString();
+    return new LiveStream(
+      `/api/orgs/${seg(org)}/products/${seg(product)}/events${search ? `?${search}` : ''}`,
+    );
   }
 
   on<N extends LiveEventName>(name: N, handler: (data: LiveData<N>) => void): () => void {
@@ -132,11 +141,13 @@ export class LiveStream {
 /**
  * A page's live stream: opened when the page shows (one per page), closed when it goes. Answers the stream (for
  * the page's parts to subscribe to), its state, and how many times it reconnected (a page reloads on a change).
+ * `overview`: the stream carries the fleet overview's counters too.
  */
 export function useLiveStream(
   org: string,
   product: string,
   device?: string,
+  overview = false,
 ): { live: LiveStream | null; state: LiveState; reopened: number } {
   const [live, setLive] = useState<LiveStream | null>(null);
   const [status, setStatus] = useState<{ state: LiveState; reopened: number }>({
@@ -144,13 +155,13 @@ export function useLiveStream(
     reopened: 0,
   });
   useEffect(() => {
-    const stream = LiveStream.forProduct(org, product, device);
+    const stream = LiveStream.forProduct(org, product, device, overview);
     stream.onState((state, reopened) => setStatus({ state, reopened }));
     setLive(stream);
     setStatus({ state: 'connecting', reopened: 0 });
     stream.start();
     return () => stream.close();
-  }, [org, product, device]);
+  }, [org, product, device, overview]);
   return { live, ...status };
 }
 

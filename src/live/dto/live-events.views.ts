@@ -1,6 +1,7 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
 import type { Type } from '@nestjs/common';
 import { DeploymentCountsView } from '../../deployments/dto/deployment-group.dto';
+import { FleetCountersView } from '../../overview/dto/fleet-overview.view';
 
 /** `device.connection`: a device of the product connected or disconnected. */
 export class DeviceConnectionEventData {
@@ -71,6 +72,12 @@ export const LIVE_EVENT_PAYLOADS: [name: string, type: Type<unknown>, descriptio
     'deployment_group.counts',
     DeploymentGroupCountsEventData,
     "a group's counts when they change (at most a few a second per group; the current ones right after opening)",
+  ],
+  [
+    'product.overview',
+    FleetCountersView,
+    "with `overview=true`: the fleet overview's counters when they change (at most about once a second; the " +
+      'current ones right after opening)',
   ],
   ['device.console', DeviceConsoleEventData, "with `device=`: that device's console output as it comes"],
   ['device.log', DeviceLogEventData, "with `device=`: that device's log lines as they come"],

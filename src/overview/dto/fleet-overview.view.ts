@@ -96,3 +96,25 @@ export class FleetOverviewView {
   manual_updates: number;
   @ApiProperty({ type: HealthAlarmsView }) health_alarms: HealthAlarmsView;
 }
+
+export class HealthAlarmCountView {
+  @ApiProperty({ example: 42, description: 'Devices whose latest health report has an active alarm' })
+  devices: number;
+}
+
+/**
+ * The live `product.overview` event (`GET .../events?overview=true`): the overview's numbers that change as the
+ * fleet does, without the history and without naming alarmed devices (the overview call has both).
+ */
+export class FleetCountersView {
+  @ApiProperty({ type: ConnectionTotalsView }) devices: ConnectionTotalsView;
+  @ApiProperty({ type: FirmwareDistributionView }) firmware: FirmwareDistributionView;
+  @ApiProperty({
+    type: [RolloutView],
+    description: 'Deployment groups with updates in flight, or paused by their failure threshold; by name',
+  })
+  rollouts: RolloutView[];
+  @ApiProperty({ example: 0, description: 'Manual upgrades in flight (not from a deployment group)' })
+  manual_updates: number;
+  @ApiProperty({ type: HealthAlarmCountView }) health_alarms: HealthAlarmCountView;
+}

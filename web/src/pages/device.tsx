@@ -6,6 +6,7 @@ import { DeviceConsole } from '../components/device-console';
 import { DeviceHealth } from '../components/device-health';
 import { DeviceIdentities } from '../components/device-identities';
 import { DeviceLogs } from '../components/device-logs';
+import { DeviceMove } from '../components/device-move';
 import { DeviceUpdate } from '../components/device-update';
 import { Link } from '../components/link';
 import { LiveBadge } from '../components/live-badge';
@@ -21,8 +22,9 @@ const when = (timestamp: string | null) =>
 
 /**
  * One device: who it is, what it runs, how it is connected (live), its update as it goes, its console, logs,
- * health, location, network identities and certificates; its description, tags, opt-outs and actions. One event
- * stream (the product's, with this device's console and logs) feeds every live part.
+ * health, location, network identities and certificates; its description, tags, opt-outs and actions (for a
+ * manage member: reboot, reconnect, automatic updates on or off, penalty box clear, upgrade, move, delete). One
+ * event stream (the product's, with this device's console and logs) feeds every live part.
  */
 export function DevicePage(props: {
   org: string;
@@ -146,6 +148,37 @@ export function DevicePage(props: {
     else setError(errorText(failure, response.status));
   };
 
+  /** Out of the penalty box (`DELETE .../penalty`): no block, update attempts forgotten, automatic updates on. */
+  const clearPenalty = async () => {
+    setError(null);
+    setStatus(null);
+    const { error: failure, response } = await api.DELETE(
+      '/api/orgs/{org_name}/products/{product_name}/devices/{identifier}/penalty',
+      { params: { path } },
+    );
+    if (response.ok) {
+      setStatus('Penalty box cleared: automatic updates are on.');
+      reload();
+    } else setError(errorText(failure, response.status));
+  };
+
+  const setUpdates = async (enabled: boolean) => {
+    setError(null);
+    setStatus(null);
+    const {
+      data,
+      error: failure,
+      response,
+    } = await api.PATCH('/api/orgs/{org_name}/products/{product_name}/devices/{identifier}', {
+      params: { path },
+      body: { updates_enabled: enabled },
+    });
+    if (data) {
+      setDevice(data.data);
+      setStatus(enabled ? 'Automatic updates turned on.' : 'Automatic updates turned off.');
+    } else setError(errorText(failure, response.status));
+  };
+
   const remove = async () => {
     if (!window.confirm(`Delete the device ${identifier}? Its history goes with it.`)) return;
     const { error: failure, response } = await api.DELETE(
@@ -204,6 +237,18 @@ export function DevicePage(props: {
               >
                 Reconnect
               </button>
+              <button
+                type="button"
+                class="secondary"
+                onClick={() => void setUpdates(!device.updates_enabled)}
+              >
+                {device.updates_enabled ? 'Turn automatic updates off' : 'Turn automatic updates on'}
+              </button>
+              {device.updates_blocked_until !== null && (
+                <button type="button" class="secondary" onClick={() => void clearPenalty()}>
+                  Clear penalty box
+                </button>
+              )}
               <button type="button" class="danger" onClick={() => void remove()}>
                 Delete device
               </button>
@@ -226,6 +271,7 @@ export function DevicePage(props: {
           <DeviceLogs org={org} product={product} identifier={identifier} live={live} reopened={reopened} />
           <DeviceHealth org={org} product={product} identifier={identifier} />
           <DeviceIdentities org={org} product={product} identifier={identifier} />
+          {canManage && <DeviceMove org={org} product={product} identifier={identifier} />}
           <form onSubmit={(event) => void save(event)}>
             <fieldset disabled={!canManage}>
               <legend>Description and tags</legend>

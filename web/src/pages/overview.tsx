@@ -5,7 +5,9 @@ import type { components } from '../api/schema';
 import { ErrorAlert } from '../components/alert';
 import type { ConnectedPoint } from '../components/connected-chart';
 import { Link } from '../components/link';
+import { LiveBadge } from '../components/live-badge';
 import { ProductNav } from '../components/product-nav';
+import { useLiveEvent, useLiveStream } from '../live';
 import { navigate, seg } from '../router';
 
 type Overview = components['schemas']['FleetOverviewView'];
@@ -53,6 +55,11 @@ function describe(points: ConnectedPoint[], range: string): string {
  * A product's home page (beyond NervesHub): connected now and over time, firmware versions, rollouts in progress
  * and devices with health alarms, every number from the server's aggregates (one request). uPlot, which draws the
  * time series, is loaded with this page only.
+ *
+ * Live: the page's event stream carries the overview's counters (`product.overview`, computed by the server at
+ * most about once a second while the fleet changes, once for every page following the product), which replace
+ * the numbers shown; the whole overview is read again only when the stream reopens (events were missed) and when
+ * the count of devices with alarms changes (the devices it names come with the overview).
  */
 export function Overview(props: { org: string; product: string; search: URLSearchParams }) {
   const { org, product, search } = props;
@@ -64,6 +71,7 @@ export function Overview(props: { org: string; product: string; search: URLSearc
   const [asOf, setAsOf] = useState<Date | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [reloads, setReloads] = useState(0);
+  const { live, state, reopened } = useLiveStream(org, product, undefined, true);
   const [Chart, setChart] = useState<ComponentType<{
     points: ConnectedPoint[];
     from: number;
@@ -87,7 +95,21 @@ export function Overview(props: { org: string; product: string; search: URLSearc
     return () => {
       newest = false;
     };
-  }, [org, product, hours, reloads]);
+  }, [org, product, hours, reloads, reopened]);
+
+  useLiveEvent(live, 'product.overview', (counters) => {
+    if (overview === null) return;
+    if (counters.health_alarms.devices !== overview.health_alarms.devices) setReloads((n) => n + 1);
+    setOverview({
+      ...overview,
+      devices: counters.devices,
+      firmware: counters.firmware,
+      rollouts: counters.rollouts,
+      manual_updates: counters.manual_updates,
+      health_alarms: { ...overview.health_alarms, devices: counters.health_alarms.devices },
+    });
+    setAsOf(new Date());
+  });
   useEffect(() => {
     void import('../components/connected-chart').then((module) => setChart(() => module.ConnectedChart));
   }, []);
@@ -110,7 +132,8 @@ export function Overview(props: { org: string; product: string; search: URLSearc
       {overview !== null && counts && (
         <>
           <div class="as-of">
-            <p role="status">As of {asOf?.toLocaleTimeString()}.</p>
+            <LiveBadge state={state} />
+            <p>As of {asOf?.toLocaleTimeString()}.</p>
             <button type="button" class="secondary" onClick={() => setReloads((n) => n + 1)}>
               Refresh
             </button>
