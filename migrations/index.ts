@@ -17,6 +17,7 @@ import { BrowserSessions1795913691329 } from './1795913691329-BrowserSessions';
 import { EventStreams1795923198058 } from './1795923198058-EventStreams';
 import { BulkDeviceCounts1795924907655 } from './1795924907655-BulkDeviceCounts';
 import { FleetOverview1795926094061 } from './1795926094061-FleetOverview';
+import { FirmwareDeltas1795937097905 } from './1795937097905-FirmwareDeltas';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -39,4 +40,5 @@ export const MIGRATIONS: Function[] = [
   EventStreams1795923198058,
   BulkDeviceCounts1795924907655,
   FleetOverview1795926094061,
+  FirmwareDeltas1795937097905,
 ];

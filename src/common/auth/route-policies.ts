@@ -80,6 +80,7 @@ export const ROUTE_POLICIES = {
   'firmwares.show': { scope: 'org', role: 'view' },
   'firmwares.download': { scope: 'org', role: 'view' },
   'firmwares.delete': { scope: 'org', role: 'manage' },
+  'firmwares.deltas': { scope: 'org', role: 'view' },
 
   'keys.create': { scope: 'org', role: 'admin' },
   'keys.list': { scope: 'org', role: 'view' },
@@ -117,6 +118,7 @@ export const ROUTE_POLICIES = {
   'deployments.releases': { scope: 'org', role: 'view' },
   'deployments.update': { scope: 'org', role: 'manage' },
   'deployments.delete': { scope: 'org', role: 'manage' },
+  'deployments.deltas': { scope: 'org', role: 'view' },
 
   'live.events': { scope: 'org', role: 'view' },
 } as const satisfies Record<string, RoutePolicy>;
