@@ -10,24 +10,40 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDelta } from '../src/firmware/deltas/build-delta';
+import { buildDelta, DeltaBuildError } from '../src/firmware/deltas/build-delta';
 import { Xdelta3 } from '../src/firmware/deltas/xdelta3';
-import { buildSignedFw } from './fw';
+import { buildSignedFw, type ChunkChange } from './fw';
 
 const MIB = 1024 * 1024;
+const mib = (bytes: number) => `${(bytes / MIB).toFixed(2)} MiB`;
 
 interface Pair {
   name: string;
-  changed: (chunk: number) => boolean;
+  changed: (chunk: number) => ChunkChange;
   /** The target's resource is this many MiB longer. */
   grownMib: number;
 }
 
-const PAIRS: Pair[] = [
+/** The pairs measured, for a source of `sizeMib` MiB. */
+const pairs = (sizeMib: number): Pair[] => [
   { name: 'identical rootfs (metadata only)', changed: () => false, grownMib: 0 },
-  { name: '1 % of the 1 MiB chunks changed (4 KiB each)', changed: (n) => n % 100 === 7, grownMib: 0 },
-  { name: '10 % of the chunks changed', changed: (n) => n % 10 === 3, grownMib: 0 },
-  { name: '1 % changed, 4 MiB appended', changed: (n) => n % 100 === 7, grownMib: 4 },
+  {
+    name: '1 % of the 1 MiB chunks with 4 KiB rewritten',
+    changed: (n) => n % 100 === 7 && 'rewritten',
+    grownMib: 0,
+  },
+  {
+    name: '10 % of the chunks with 4 KiB rewritten',
+    changed: (n) => n % 10 === 3 && 'rewritten',
+    grownMib: 0,
+  },
+  { name: '5 % of the chunks new', changed: (n) => n % 20 === 5 && 'new', grownMib: 0 },
+  {
+    name: '1 % rewritten, 8 MiB of new data appended',
+    changed: (n) => (n % 100 === 7 ? 'rewritten' : n >= sizeMib ? 'new' : false),
+    grownMib: 8,
+  },
+  { name: 'every chunk new (another root filesystem)', changed: () => 'new', grownMib: 0 },
 ];
 
 async function main(): Promise<void> {
@@ -47,7 +63,7 @@ async function main(): Promise<void> {
       privateKey,
       delta: true,
     });
-    for (const [i, pair] of PAIRS.entries()) {
+    for (const [i, pair] of pairs(sizeMib).entries()) {
       const target = await buildSignedFw(join(dir, `target-${i}.fw`), {
         product: 'bench',
         version: `1.${i + 1}.0`,
@@ -58,13 +74,23 @@ async function main(): Promise<void> {
       });
       const work = join(dir, `work-${i}`);
       const started = process.hrtime.bigint();
-      const built = await buildDelta(xdelta3, source.path, target.path, work);
+      const built = await buildDelta(xdelta3, source.path, target.path, work).catch((err: unknown) => {
+        if (err instanceof DeltaBuildError && err.permanent) return err;
+        throw err;
+      });
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const saved = target.size - built.size;
-      rows.push(
-        `| ${pair.name} | ${(target.size / MIB).toFixed(1)} MiB | ${(built.size / 1024).toFixed(1)} KiB | ` +
-          `${((100 * saved) / target.size).toFixed(2)} % | ${(ms / 1000).toFixed(2)} s |`,
-      );
+      const time = `${(ms / 1000).toFixed(2)} s`;
+      if (built instanceof DeltaBuildError) {
+        rows.push(
+          `| ${pair.name} | ${mib(target.size)} | none: ${built.message} | 0 (full file) | ${time} |`,
+        );
+      } else {
+        const saved = target.size - built.size;
+        rows.push(
+          `| ${pair.name} | ${mib(target.size)} | ${(built.size / 1024).toFixed(1)} KiB | ` +
+            `${mib(saved)} (${((100 * saved) / target.size).toFixed(3)} %) | ${time} |`,
+        );
+      }
       await rm(work, { recursive: true, force: true });
       await rm(target.path, { force: true });
     }

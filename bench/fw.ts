@@ -14,7 +14,10 @@ import { ZipFile } from 'yazl';
 const CHUNK = 1024 * 1024;
 const FWUP_EPOCH = new Date(Date.UTC(1980, 0, 1));
 
-function* chunks(size: number, changed: (chunk: number) => boolean = () => false): Generator<Buffer> {
+/** How a chunk of another version differs: unchanged, 4 KiB of it rewritten, or new throughout. */
+export type ChunkChange = false | 'rewritten' | 'new';
+
+function* chunks(size: number, changed: (chunk: number) => ChunkChange = () => false): Generator<Buffer> {
   const base = Buffer.alloc(CHUNK);
   let seed = createHash('sha256').update('rootfs.img').digest();
   for (let i = 0; i < CHUNK; i += seed.length) {
@@ -25,10 +28,11 @@ function* chunks(size: number, changed: (chunk: number) => boolean = () => false
   for (let n = 0; remaining > 0; n++) {
     const out = Buffer.from(base.subarray(0, Math.min(CHUNK, remaining)));
     if (out.length >= 4) out.writeUInt32LE(n, 0);
-    // A changed chunk: 4 KiB of it rewritten (a new version of some files of the root filesystem).
-    if (changed(n) && out.length >= 8192) {
-      for (let i = 4096; i < 8192; i += 32)
-        createHash('sha256').update(`changed ${n} ${i}`).digest().copy(out, i);
+    // A changed chunk: 4 KiB of it rewritten (a new version of some files), or all of it new (new files).
+    const change = changed(n);
+    const [from, to] = change === 'new' ? [0, out.length] : change === 'rewritten' ? [4096, 8192] : [0, 0];
+    for (let i = from; i + 32 <= Math.min(to, out.length); i += 32) {
+      createHash('sha256').update(`changed ${n} ${i}`).digest().copy(out, i);
     }
     yield out;
     remaining -= out.length;
@@ -41,8 +45,8 @@ export interface FwSpec {
   /** Bytes of the stored resource. */
   size: number;
   privateKey: KeyObject;
-  /** Which 1 MiB chunks differ from the base content (another version of the firmware); default none. */
-  changed?: (chunk: number) => boolean;
+  /** Which 1 MiB chunks differ from the base content (another version of the firmware), and how; default none. */
+  changed?: (chunk: number) => ChunkChange;
   /** Declare `rootfs.img` delta-capable (`delta-source-raw-*` in the upgrade task), as a delta-ready firmware. */
   delta?: boolean;
 }
