@@ -24,6 +24,7 @@ import { OrgPolicies1795934868820 } from './1795934868820-OrgPolicies';
 import { TokenLastUsedAddress1795935365541 } from './1795935365541-TokenLastUsedAddress';
 import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
 import { Webhooks1795937034619 } from './1795937034619-Webhooks';
+import { FirmwareDeltas1795937097905 } from './1795937097905-FirmwareDeltas';
 import { Archives1795938194590 } from './1795938194590-Archives';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
@@ -54,5 +55,6 @@ export const MIGRATIONS: Function[] = [
   TokenLastUsedAddress1795935365541,
   SingleSignOn1795936223648,
   Webhooks1795937034619,
+  FirmwareDeltas1795937097905,
   Archives1795938194590,
 ];

@@ -18,6 +18,7 @@ import { DeploymentOrchestratorModule } from './deployments/orchestrator/deploym
 import { DeviceAuthModule } from './device-auth/device-auth.module';
 import { DevicesModule } from './devices/devices.module';
 import { FirmwareModule } from './firmware/firmware.module';
+import { FirmwareDeltasModule } from './firmware/deltas/firmware-deltas.module';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthModule } from './health/health.module';
 import { SigningKeysModule } from './signing-keys/signing-keys.module';
@@ -48,6 +49,7 @@ export const FEATURE_MODULES = [
   DevicesModule,
   SigningKeysModule,
   FirmwareModule,
+  FirmwareDeltasModule,
   IrohModule,
   DeviceAuthModule,
   CertificatesModule,

@@ -306,6 +306,14 @@ describe('docker/Dockerfile', () => {
     expect(owned).toBe(true);
   });
 
+  it('installs xdelta3 from Debian (fwup delta updates), as root, before it drops to its user', () => {
+    const index = runtime.instructions.findIndex(
+      (i) => i.keyword === 'RUN' && /\bapt-get install\b.*\bxdelta3\b/.test(i.args),
+    );
+    expect(index).toBeGreaterThanOrEqual(0);
+    expect(runtime.instructions.findIndex((i) => i.keyword === 'USER')).toBeGreaterThan(index);
+  });
+
   it('its environment makes the server listen on every interface, on the port it exposes', () => {
     const config = loadConfig({ ...env, DATABASE_URL: 'postgres://fleethub@postgres:5432/fleethub' });
     expect(config.host).toBe('0.0.0.0');

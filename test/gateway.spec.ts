@@ -5,6 +5,7 @@ import {
   metadataFromJoin,
   normaliseStatus,
   updatePayload,
+  deltaUpdatePayload,
 } from '../src/gateway/device-link.service';
 import { DownloadLinkSigner, deriveLinkKey, downloadPath } from '../src/gateway/download-links';
 import { parseRange } from '../src/firmware/storage/byte-range';
@@ -242,6 +243,8 @@ describe('device channel payloads', () => {
         storage_key: '5/x.fw',
         product_name: 'prod',
         deployment_group_id: null,
+        delta_allowed: false,
+        delta_fwup_version: null,
       },
       'https://x/fw',
     );
@@ -285,8 +288,56 @@ describe('device channel payloads', () => {
       storage_key: '5/x.fw',
       product_name: 'prod',
       deployment_group_id: '42',
+      delta_allowed: true,
+      delta_fwup_version: '1.6.0',
     };
     expect(updatePayload(row, 'https://x/fw').deployment_id).toBe(42);
+  });
+
+  it("sends a delta as NervesHub does: the target's metadata, the delta's link, size and checksums", () => {
+    const row = {
+      firmware_id: '1',
+      delivered_at: null,
+      uuid: 'u',
+      version: '2.0.0',
+      platform: 'p',
+      architecture: 'a',
+      author: null,
+      description: null,
+      misc: null,
+      vcs_identifier: null,
+      size: '9000',
+      sha256: 'ab'.repeat(32),
+      chunk_sha256: ['ab'.repeat(32)],
+      tool: 'fwup' as const,
+      storage_key: '5/x.fw',
+      product_name: 'prod',
+      deployment_group_id: '42',
+      delta_allowed: true,
+      delta_fwup_version: '1.6.0',
+    };
+    const payload = deltaUpdatePayload(
+      row,
+      {
+        id: '7',
+        state: 'ready',
+        size: '300',
+        sha256: 'ef'.repeat(32),
+        chunk_sha256: ['ef'.repeat(32)],
+        fwup_version: '1.6.0',
+        storage_key: '5/deltas/d.fw',
+        source_uuid: 's',
+        target_uuid: 'u',
+      },
+      'https://x/delta',
+    );
+    expect(payload).toEqual({
+      ...updatePayload(row, 'https://x/delta'),
+      size: 300,
+      checksum: 'EF'.repeat(32),
+      partials_checksums: ['EF'.repeat(32)],
+    });
+    expect(payload.firmware_meta).toEqual(expect.objectContaining({ uuid: 'u', version: '2.0.0' }));
   });
 
   it('normalises update statuses', () => {

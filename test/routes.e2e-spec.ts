@@ -83,8 +83,9 @@ describe('route table', () => {
       'CliSessionPageController.submit',
       'CliSessionsController.check',
       'CliSessionsController.start',
-      // Devices download firmware from signed, expiring links (the link is the credential).
+      // Devices download firmware (and fwup deltas) from signed, expiring links (the link is the credential).
       'FirmwareDownloadController.download',
+      'FirmwareDownloadController.downloadDelta',
       'HealthController.alive',
       'HealthController.ready',
       // An invitation's link (unguessable, expiring, single use) is the credential.

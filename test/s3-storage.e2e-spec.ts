@@ -1,4 +1,5 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { FirmwareStorage } from '../src/firmware/storage/firmware-storage';
 import { S3Storage } from '../src/firmware/storage/s3-storage';
 import type { DownloadLinkSigner } from '../src/gateway/download-links';
 import { LINK_SIGNER } from '../src/gateway/firmware-downloads';
+import { FirmwareDeltaRecords } from '../src/firmware/deltas/firmware-delta-records.service';
 import { eventually } from './support/eventually';
 import { buildFw, type BuildFwOptions, type FwupKeyPair } from './support/fw-builder';
 import type { TestUser } from './support/fixtures';
@@ -18,6 +20,7 @@ import { listenOnLoopback } from './support/listening-app';
 import { startS3Server, type TestS3Server } from './support/s3-server';
 import { orgScenario } from './support/scenario';
 import type { TestApp } from './support/test-app';
+import { ensureXdelta3 } from './support/xdelta3';
 
 const PREFIX = 'fleethub/';
 
@@ -332,6 +335,43 @@ describe('object storage (FLEETHUB_STORAGE=s3)', () => {
     const left = Object.keys(await objects());
     for (const key of stored) expect(left).not.toContain(key);
     expect(await t.db.query(`SELECT * FROM storage_deletions`)).toEqual([]);
+  });
+
+  it("builds an fwup delta from the bucket's files, stores it beside them, and removes it with its product", async () => {
+    ensureXdelta3();
+    const { name, base } = await product();
+    const rootfs = randomBytes(300 * 1024);
+    const changed = Buffer.from(rootfs);
+    changed.write('the next version', 1000);
+    const source = await fw(name, {
+      resources: [{ name: 'rootfs.img', content: rootfs }],
+      deltaResources: ['rootfs.img'],
+    });
+    const target = await fw(name, {
+      resources: [{ name: 'rootfs.img', content: changed }],
+      deltaResources: ['rootfs.img'],
+    });
+    await upload(base, source.path).expect(201);
+    await upload(base, target.path).expect(201);
+    const [row] = await t.db.query<{ id: string }[]>(`SELECT id FROM firmwares WHERE uuid = $1`, [
+      computeMetaUuid(target.metaConf),
+    ]);
+    await t.app
+      .get(FirmwareDeltaRecords)
+      .forDelivery([{ targetId: row.id, sourceUuid: computeMetaUuid(source.metaConf) }]);
+    const [delta] = await eventually(
+      () =>
+        t.db.query<{ state: string; storage_key: string; size: string }[]>(
+          `SELECT d.state, d.storage_key, d.size FROM firmware_deltas d WHERE d.target_id = $1`,
+          [row.id],
+        ),
+      (rows) => rows[0]?.state === 'ready',
+    );
+    expect(delta.storage_key).toMatch(/^\d+\/deltas\/[0-9a-f-]{36}_[0-9a-f-]{36}-[0-9a-f]{12}\.fw$/);
+    expect((await objects())[`${PREFIX}${delta.storage_key}`]).toBe(Number(delta.size));
+    await t.http().delete(`/api/orgs/${org}/products/${name}`).set(admin.auth).expect(204);
+    expect(Object.keys(await objects())).not.toContain(`${PREFIX}${delta.storage_key}`);
+    expect(await t.db.query(`SELECT * FROM firmware_deltas WHERE target_id = $1`, [row.id])).toEqual([]);
   });
 
   it('/readyz reports a bucket that cannot be reached (probe cached a few seconds)', async () => {

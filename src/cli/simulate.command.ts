@@ -24,6 +24,7 @@ export interface SimulateOptions {
   firmwareVersion?: string;
   logsPerSecond?: string;
   healthEvery?: string;
+  firmwareDir?: string;
 }
 
 const MAX_DEVICES = 100_000;
@@ -33,7 +34,7 @@ const MAX_DEVICES = 100_000;
   description:
     'Connect simulated devices to a fleethub server (NH1 product key, or client certificates over mTLS): join, ' +
     'heartbeat, a remote IEx console, support scripts, telemetry, iroh, and updates (download, size and SHA-256 ' +
-    'check, apply, rejoin on the new firmware; a share can fail)',
+    'check, apply (fwup deltas too, with --firmware-dir), rejoin on the new firmware; a share can fail)',
 })
 export class SimulateCommand extends CliCommand<SimulateOptions> {
   protected async execute(o: SimulateOptions): Promise<void> {
@@ -253,6 +254,15 @@ export class SimulateCommand extends CliCommand<SimulateOptions> {
     return value;
   }
   @Option({
+    flags: '--firmware-dir <dir>',
+    description:
+      "Keep each device's installed firmware file here and apply fwup deltas as fwup does (xdelta3 against it), " +
+      "checking every resource against the signed meta.conf (default: only the download's size and checksums)",
+  })
+  parseFirmwareDir(value: string): string {
+    return value;
+  }
+  @Option({
     flags: '--logs-per-second <n>',
     description:
       'Log lines each device sends a second through the logging extension, when its product enables it ' +
@@ -304,6 +314,10 @@ export function updateOptions(o: SimulateOptions): Partial<SimulatorOptions> {
     out.failShare = share;
   }
   if (o.seed !== undefined) out.seed = o.seed;
+  if (o.firmwareDir !== undefined) {
+    if (o.firmwareDir.trim() === '') throw new UsageError('--firmware-dir must not be empty');
+    out.firmwareDir = o.firmwareDir;
+  }
   const firmware: NonNullable<SimulatorOptions['firmware']> = {};
   for (const [flag, value, field] of [
     ['--platform', o.platform, 'platform'],

@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { open } from 'node:fs/promises';
 
 /**
  * The parts of a simulated device's firmware update that need no socket: downloading and verifying the file,
@@ -50,6 +51,8 @@ export async function downloadFirmware(
     signal?: AbortSignal;
     idleTimeoutMs?: number;
     onBytes?: (received: number, total: number) => void;
+    /** Keep the bytes in this file too (a device that applies deltas keeps what it installs). */
+    saveTo?: string;
   } = {},
 ): Promise<DownloadResult> {
   const idle = new AbortController();
@@ -119,11 +122,13 @@ export async function downloadFirmware(
       partFill = 0;
       return bad;
     };
+    const saved = options.saveTo ? await open(options.saveTo, 'w') : null;
     try {
       for await (const value of res.body) {
         touch();
         const chunk = value as Uint8Array;
         received += chunk.length;
+        if (saved) await saved.write(chunk);
         if (received > total) {
           await res.body.cancel().catch(() => undefined);
           return fail('verification', `Update failed : size mismatch (more than ${total} bytes)`);
@@ -149,6 +154,8 @@ export async function downloadFirmware(
       }
     } catch (err) {
       return fail('download', `Download failed : ${reasonOf(err, signal)}`);
+    } finally {
+      await saved?.close();
     }
     if (received !== total) return fail('download', 'Download failed : :incomplete_download');
     const verified: ('size' | 'sha256' | 'parts')[] = [];

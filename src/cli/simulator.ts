@@ -1,4 +1,8 @@
 import { createHash } from 'node:crypto';
+import { access, mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Xdelta3 } from '../firmware/deltas/xdelta3';
+import { type InstallResult, installFirmwareFile } from './simulated-delta';
 import { connect as netConnect, isIP, type NetConnectOpts } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import WebSocket from 'ws';
@@ -72,6 +76,14 @@ export interface SimulatorOptions {
   seed?: string;
   /** The firmware the devices start on (default: uuid 00000000-..., version 0.0.0, platform and architecture sim). */
   firmware?: Partial<SimulatedFirmware>;
+  /**
+   * Where each device keeps the firmware file it installs (`<dir>/<identifier>.fw`): then it applies fwup deltas
+   * as fwup does (xdelta3 against that file's resources) and checks every resource against the signed meta.conf.
+   * Without it, a device checks the download's size and checksums only, whatever it is.
+   */
+  firmwareDir?: string;
+  /** The xdelta3 program that applies deltas (default `xdelta3`). */
+  xdelta3?: string;
   /** Log lines each device sends a second through `logging`, when its product enables it (default 0). */
   logsPerSecond?: number;
   /** A health report every this many ms besides the ones the server asks for (default 0: only when asked). */
@@ -128,8 +140,13 @@ export interface DeviceCertificates {
 
 /** What one SimulatedDevice needs: the SimulatorOptions with their defaults applied. */
 export type DeviceOptions = Required<
-  Omit<SimulatorOptions, 'log' | 'firmware' | 'key' | 'secret' | 'certificates' | 'identifiers'>
+  Omit<
+    SimulatorOptions,
+    'log' | 'firmware' | 'key' | 'secret' | 'certificates' | 'identifiers' | 'firmwareDir' | 'xdelta3'
+  >
 > & {
+  firmwareDir?: string;
+  xdelta3?: string;
   key?: string;
   secret?: string;
   certificates?: DeviceCertificates;
@@ -249,6 +266,8 @@ export class SimulatedDevice implements DeviceUpdateCounters {
   archiveFailures = 0;
   /** Told how each `archive` message ended (tests). */
   onArchive: ((outcome: ArchiveOutcome) => void) | null = null;
+  /** Updates that came as an fwup delta and were rebuilt and checked (with `firmwareDir`). */
+  deltas = 0;
   /** Told how each update ended (after the device acted on it; for an install, before it reconnects). */
   onUpdateEnd: ((outcome: UpdateOutcome) => void) | null = null;
   /** The uuid of the firmware being downloaded or applied (sent as `currently_downloading_uuid`). */
@@ -662,6 +681,50 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     }
   }
 
+  private firmwareFiles(dir: string): FirmwareFiles {
+    const base = join(dir, this.identifier.replace(/[^A-Za-z0-9_.-]/g, '_'));
+    return {
+      dir,
+      running: `${base}.fw`,
+      download: `${base}.download`,
+      next: `${base}.next.fw`,
+      work: `${base}.work`,
+    };
+  }
+
+  /**
+   * The downloaded file "written" as fwup would: a delta rebuilt against the running firmware's file, every
+   * resource checked against the signed meta.conf; the result becomes the running firmware's file.
+   */
+  private async installFile(files: FirmwareFiles): Promise<InstallResult> {
+    const running = await access(files.running).then(
+      () => files.running,
+      () => null,
+    );
+    try {
+      const result = await installFirmwareFile({
+        downloaded: files.download,
+        running,
+        keys: this.keys,
+        xdelta3: new Xdelta3(this.options.xdelta3),
+        workDir: files.work,
+        out: files.next,
+      });
+      if (result.ok) {
+        await rename(files.next, files.running);
+        if (result.delta) {
+          this.deltas++;
+          this.options.log(`${this.identifier}: applied an fwup delta, every resource checked`);
+        }
+      }
+      return result;
+    } finally {
+      await rm(files.work, { recursive: true, force: true });
+      await rm(files.download, { force: true });
+      await rm(files.next, { force: true });
+    }
+  }
+
   private async apply(
     url: string,
     uuid: string,
@@ -674,7 +737,10 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     let counted = 0;
     let lastPercent = -1;
     let lastAt = 0;
+    const files = this.options.firmwareDir ? this.firmwareFiles(this.options.firmwareDir) : null;
+    if (files) await mkdir(files.dir, { recursive: true });
     const download = await downloadFirmware(url, expectedFirmware(payload), {
+      saveTo: files?.download,
       signal: this.abort.signal,
       onBytes: (received, total) => {
         this.bytes += received - counted;
@@ -697,6 +763,10 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     if (failsUpdate(seed, this.identifier, uuid, this.options.failShare)) {
       return { result: 'failed', uuid, reason: 'FWUP error : simulated failure (--fail-share)' };
     }
+    if (files) {
+      const installed = await this.installFile(files);
+      if (!installed.ok) return { result: 'failed', uuid, reason: installed.reason };
+    }
     this.push('device', 'fwup_progress', { stage: 'updating', value: 100 });
     this.push('device', 'status_update', { status: 'completed' });
     const text = (key: string, fallback: string) => (typeof meta[key] === 'string' ? meta[key] : fallback);
@@ -716,6 +786,15 @@ export class SimulatedDevice implements DeviceUpdateCounters {
     this.options.log(`${this.identifier}: installed ${this.firmware.version} (${uuid}); rebooting`);
     return { result: 'installed', uuid };
   }
+}
+
+interface FirmwareFiles {
+  dir: string;
+  /** The firmware it runs (absent until it installed one). */
+  running: string;
+  download: string;
+  next: string;
+  work: string;
 }
 
 function withoutUndefined<T extends object>(value: T): T {

@@ -23,6 +23,7 @@ import { EventStreamRecord } from '../live/event-stream.entity';
 import { ProductDeviceCount, ProductTagCount } from '../devices/device-counts.entity';
 import { Device } from '../devices/device.entity';
 import { Firmware } from '../firmware/firmware.entity';
+import { FirmwareDelta } from '../firmware/deltas/firmware-delta.entity';
 import { PendingUpdate } from '../firmware/pending-update.entity';
 import { StorageDeletion } from '../firmware/storage/storage-deletion.entity';
 import { SigningKey } from '../signing-keys/signing-key.entity';
@@ -56,6 +57,7 @@ export const ENTITIES = [
   SupportScript,
   Device,
   Firmware,
+  FirmwareDelta,
   SigningKey,
   PendingUpdate,
   DeploymentGroup,

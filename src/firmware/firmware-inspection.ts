@@ -17,6 +17,7 @@ import {
   verifyMetaSignature,
 } from './fwup';
 import type { ReceivedFile } from './received-file';
+import { readDeltaFeatures } from './fwup/delta-features';
 
 /** What an accepted upload is recorded as, whatever its format. */
 export interface FirmwareCandidate {
@@ -33,6 +34,11 @@ export interface FirmwareCandidate {
   readonly misc: string | null;
   readonly vcsIdentifier: string | null;
   readonly fwupVersion: string | null;
+  /**
+   * fwup: the oldest fwup that applies a delta to this firmware, when its meta.conf lets an upgrade write some
+   * resource from a delta; null otherwise (and for the other formats, which have no deltas).
+   */
+  readonly deltaFwupVersion: string | null;
   /** Name of the organization key whose signature verified; null for an accepted unsigned image. */
   readonly signedWith: string | null;
 }
@@ -155,8 +161,20 @@ async function inspectFwup(
     misc: meta.misc ?? null,
     vcsIdentifier: meta.vcsIdentifier ?? null,
     fwupVersion: meta.fwupVersion ?? null,
+    deltaFwupVersion: deltaFwupVersionOf(archive.metaConf),
     signedWith,
   };
+}
+
+/** The fwup a delta to this firmware needs, or null when nothing in it can be written from a delta. */
+function deltaFwupVersionOf(metaConf: Uint8Array): string | null {
+  try {
+    const features = readDeltaFeatures(metaConf);
+    return features.deltaCapable ? features.deltaFwupVersion : null;
+  } catch {
+    // Accepted by the upload's reader: never refused for its delta settings, only never a delta's target.
+    return null;
+  }
 }
 
 async function inspectPackbeam(
@@ -214,6 +232,7 @@ async function inspectPackbeam(
     misc: null,
     vcsIdentifier: null,
     fwupVersion: null,
+    deltaFwupVersion: null,
     signedWith,
   };
 }
@@ -247,6 +266,7 @@ async function inspectEspIdf(file: ReceivedFile, product: ProductRecord): Promis
     misc: null,
     vcsIdentifier: null,
     fwupVersion: null,
+    deltaFwupVersion: null,
     signedWith: null,
   };
 }

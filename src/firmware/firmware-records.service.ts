@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
+import { FirmwareDeltasRepository } from './deltas/firmware-deltas.repository';
 import { FirmwaresRepository } from './firmwares.repository';
 import type { PendingUpdateRow } from './pending-update-view';
 
@@ -17,11 +18,13 @@ export class FirmwareRecordsService {
   constructor(
     private readonly firmwares: FirmwaresRepository,
     private readonly pendingUpdates: PendingUpdatesRepository,
+    private readonly deltas: FirmwareDeltasRepository,
   ) {}
 
-  /** Deletes the product's firmware rows in `tx`; answers the storage keys of their files. */
-  deleteAllOfProduct(productId: string, tx: Queryable): Promise<string[]> {
-    return this.firmwares.deleteAllOfProduct(productId, tx);
+  /** Deletes the product's firmware rows and their deltas in `tx`; answers the storage keys of their files. */
+  async deleteAllOfProduct(productId: string, tx: Queryable): Promise<string[]> {
+    const deltaKeys = await this.deltas.deleteForProduct(productId, tx);
+    return [...deltaKeys, ...(await this.firmwares.deleteAllOfProduct(productId, tx))];
   }
 
   /** The id of the product's firmware with this (lower-case) uuid. */

@@ -53,6 +53,13 @@ export class Firmware {
   @Column({ name: 'fwup_version', type: 'varchar', length: 64, nullable: true })
   fwupVersion: string | null;
 
+  /**
+   * The oldest fwup that applies an fwup delta to this firmware (its meta.conf's delta features); null when no
+   * resource can be written from a delta, for other formats, and for firmware uploaded before delta support.
+   */
+  @Column({ name: 'delta_fwup_version', type: 'varchar', length: 64, nullable: true })
+  deltaFwupVersion: string | null;
+
   @Column({ type: 'varchar', length: 16 })
   tool: string;
 

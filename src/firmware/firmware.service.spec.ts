@@ -22,6 +22,7 @@ import type { SigningKeysService } from '../signing-keys/signing-keys.service';
 import { ESP_IDF_UNVERIFIABLE } from './firmware-inspection';
 import { toolNotAllowed } from './firmware.errors';
 import { FirmwareService } from './firmware.service';
+import type { FirmwareDeltaRecords } from './deltas/firmware-delta-records.service';
 import type { FirmwaresRepository } from './firmwares.repository';
 import { UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { computeMetaUuid } from './fwup';
@@ -83,6 +84,7 @@ function setup(target: ProductRecord = product({ allowedUpdateTools: ['fwup', 'a
     fake<FirmwareStorage>(storage),
     fake<FirmwareFileRemover>(files),
     fake<AuditService>(audit),
+    fake<FirmwareDeltaRecords>({}),
   );
   return { service, firmwares, keys, storage, files, audit };
 }
@@ -279,6 +281,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
       fake<FirmwareStorage>(ctx.storage),
       fake<FirmwareFileRemover>(ctx.files),
       fake<AuditService>(ctx.audit),
+      fake<FirmwareDeltaRecords>({}),
     );
     await expect(service.ingest(orgAccess, 'nope', file)).rejects.toThrow('404');
     expect(await exists(file.path)).toBe(false);

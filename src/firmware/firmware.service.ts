@@ -16,6 +16,7 @@ import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
 import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, storageUnavailable, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
+import { FirmwareDeltaRecords } from './deltas/firmware-delta-records.service';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, type FirmwareTool, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareFileRemover } from './storage/firmware-file-remover';
@@ -50,6 +51,7 @@ export class FirmwareService {
     private readonly storage: FirmwareStorage,
     private readonly files: FirmwareFileRemover,
     private readonly audit: AuditService,
+    private readonly deltas: FirmwareDeltaRecords,
   ) {}
 
   async list(access: OrgAccess, productName: string): Promise<{ data: FirmwareView[] }> {
@@ -92,10 +94,13 @@ export class FirmwareService {
   async remove(access: OrgAccess, productName: string, uuid: string): Promise<void> {
     const product = await this.products.findInOrg(access, productName);
     const firmware = await this.find(product, uuid);
+    let keys = [firmware.storageKey];
     try {
       await this.transactions.run(async (tx) => {
+        // Its deltas (from it and to it) go with it, and their files with its own.
+        keys = [firmware.storageKey, ...(await this.deltas.deleteForFirmware(firmware.id, tx))];
         if (!(await this.firmwares.delete(firmware.id, tx))) throw DomainError.notFound();
-        await this.files.schedule([firmware.storageKey], tx);
+        await this.files.schedule(keys, tx);
         await this.audit.record(tx, {
           orgId: access.orgId,
           actor: access.actor,
@@ -113,7 +118,7 @@ export class FirmwareService {
       if (isForeignKeyViolation(err)) throw DomainError.conflict(FIRMWARE_IN_USE);
       throw err;
     }
-    await this.files.removeNow([firmware.storageKey]);
+    await this.files.removeNow(keys);
   }
 
   /**
@@ -185,6 +190,7 @@ export class FirmwareService {
             misc: candidate.misc,
             vcsIdentifier: candidate.vcsIdentifier,
             fwupVersion: candidate.fwupVersion,
+            deltaFwupVersion: candidate.deltaFwupVersion,
             tool,
             size: String(file.size),
             sha256: file.sha256,

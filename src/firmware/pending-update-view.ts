@@ -21,6 +21,10 @@ export interface PendingUpdateRow {
   product_name: string;
   /** The deployment group of an orchestrated update (its `update` frame's `deployment_id`); null when manual. */
   deployment_group_id: string | null;
+  /** The update may be sent as an fwup delta (an orchestrated update of a group that allows deltas). */
+  delta_allowed: boolean;
+  /** The oldest fwup that applies a delta to the firmware; null when it cannot be a delta's target. */
+  delta_fwup_version: string | null;
 }
 
 /**
@@ -29,4 +33,4 @@ export interface PendingUpdateRow {
  */
 export const PENDING_UPDATE_COLUMNS = `pu.firmware_id, pu.delivered_at, f.uuid, f.version, f.platform, f.architecture, f.author,
               f.description, f.misc, f.vcs_identifier, f.size, f.sha256, f.chunk_sha256, f.tool, f.storage_key, p.name AS product_name,
-              pu.deployment_group_id`;
+              pu.deployment_group_id, pu.delta_allowed, f.delta_fwup_version`;

@@ -63,6 +63,13 @@ export class PendingUpdate {
   @JoinColumn({ name: 'deployment_release_id' })
   deploymentRelease?: DeploymentRelease | null;
 
+  /**
+   * The update may be sent as an fwup delta (an orchestrated update of a group with `delta_updatable`); a manual
+   * upgrade always sends the full file, as NervesHub's API push does.
+   */
+  @Column({ name: 'delta_allowed', type: 'boolean', default: false })
+  deltaAllowed: boolean;
+
   /** An orchestrated update not finished by then is given up (`inflight_update_expiration_minutes`). */
   @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
   expiresAt: Date | null;

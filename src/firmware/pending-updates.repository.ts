@@ -50,7 +50,7 @@ export class PendingUpdatesRepository {
          ON CONFLICT (device_id) DO UPDATE
            SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
                inserted_at = now(), delivered_at = NULL,
-               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL`,
+               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL, delta_allowed = false`,
       [deviceId, firmwareId, requestedById],
     );
   }
@@ -71,7 +71,7 @@ export class PendingUpdatesRepository {
          ON CONFLICT (device_id) DO UPDATE
            SET firmware_id = EXCLUDED.firmware_id, requested_by_id = EXCLUDED.requested_by_id,
                inserted_at = now(), delivered_at = NULL,
-               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL`,
+               deployment_group_id = NULL, deployment_release_id = NULL, expires_at = NULL, delta_allowed = false`,
       [deviceIds, firmwareId, requestedById],
     );
   }
@@ -202,8 +202,10 @@ export class PendingUpdatesRepository {
   ): Promise<string[]> {
     const rows = await tx.query<{ device_id: string }[]>(
       `INSERT INTO pending_updates
-              (device_id, firmware_id, requested_by_id, deployment_group_id, deployment_release_id, expires_at)
-       SELECT d.id, r.firmware_id, NULL, g.id, r.id, now() + make_interval(mins => g.inflight_update_expiration_minutes)
+              (device_id, firmware_id, requested_by_id, deployment_group_id, deployment_release_id, expires_at,
+               delta_allowed)
+       SELECT d.id, r.firmware_id, NULL, g.id, r.id, now() + make_interval(mins => g.inflight_update_expiration_minutes),
+              g.delta_updatable
          FROM deployment_groups g
          JOIN deployment_releases r ON r.id = g.current_release_id AND r.id = $2
          JOIN firmwares f ON f.id = r.firmware_id

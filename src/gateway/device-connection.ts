@@ -30,6 +30,8 @@ export class DeviceConnection {
   /** Joined topics and their join refs. */
   readonly topics = new Map<string, string | null>();
   firmwareUuid: string | null = null;
+  /** The `fwup_version` the device reported on join (whether it can apply an fwup delta). */
+  fwupVersion: string | null = null;
   downloadingUuid: string | null = null;
   /** The firmware of the last `update` pushed on this connection (what its progress reports are about). */
   updatingUuid: string | null = null;

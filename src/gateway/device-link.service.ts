@@ -12,8 +12,14 @@ import { FILE_EXTENSIONS } from '../firmware/firmware-inspection';
 import { FirmwareRecordsService, type PendingUpdateRow } from '../firmware/firmware-records.service';
 import { normaliseFirmwareVersion } from '../firmware/formats/firmware-version';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { UUID_PATTERN } from '../common/values';
+import {
+  type DeliverableDelta,
+  FirmwareDeltaRecords,
+} from '../firmware/deltas/firmware-delta-records.service';
+import { fwupCanApply } from '../firmware/fwup/delta-features';
 import { IrohClaimsService } from '../iroh/iroh-claims.service';
-import { DownloadLinkSigner } from './download-links';
+import { deltaDownloadPath, DownloadLinkSigner } from './download-links';
 import { LINK_SIGNER } from './firmware-downloads';
 import { CoalescedProgress } from './coalesced-progress';
 import { RolloutSignals } from './rollout-signals';
@@ -170,6 +176,31 @@ export function updatePayload(row: PendingUpdateRow, firmwareUrl: string): Recor
   };
 }
 
+/** A ready fwup delta, as the `update` message sends it. */
+type ReadyDelta = DeliverableDelta & {
+  id: string;
+  storage_key: string;
+  sha256: string;
+  fwup_version: string;
+};
+
+/**
+ * The `update` payload of an update sent as an fwup delta, as NervesHub sends it: the target's `firmware_meta`,
+ * the delta's link, size and checksums (the bytes the device downloads).
+ */
+export function deltaUpdatePayload(
+  row: PendingUpdateRow,
+  delta: ReadyDelta,
+  url: string,
+): Record<string, unknown> {
+  return {
+    ...updatePayload(row, url),
+    size: Number(delta.size),
+    checksum: delta.sha256.toUpperCase(),
+    partials_checksums: (delta.chunk_sha256 ?? []).map((sum) => sum.toUpperCase()),
+  };
+}
+
 const UPDATE_STATUSES = new Set([
   'received',
   'started',
@@ -202,6 +233,7 @@ export class DeviceLinkService {
     private readonly signals: RolloutSignals,
     private readonly membership: DeploymentMembershipService,
     private readonly storage: FirmwareStorage,
+    private readonly deltas: FirmwareDeltaRecords,
   ) {}
 
   private readonly progress = new CoalescedProgress((entries) =>
@@ -211,6 +243,11 @@ export class DeviceLinkService {
   private readonly pendingReads = new TurnBatch<string, PendingUpdateRow | null>((deviceIds) =>
     this.firmwares.findPendingUpdates(deviceIds),
   );
+  /** The delta lookups (and requests) of the updates pushed in one turn: one statement. */
+  private readonly deltaReads = new TurnBatch<
+    { targetId: string; sourceUuid: string },
+    DeliverableDelta | null
+  >((pairs) => this.deltas.forDelivery(pairs));
   private readonly deliveries = new TurnBatch<{ deviceId: string; firmwareId: string }, void>(
     async (sent) => {
       await this.firmwares.markUpdatesDelivered(sent);
@@ -254,6 +291,52 @@ export class DeviceLinkService {
   async firmwareUrl(row: PendingUpdateRow): Promise<string> {
     const direct = await this.storage.directDownloadUrl(row.storage_key);
     return direct ?? this.links.url(row.firmware_id, `${row.uuid}${FILE_EXTENSIONS[row.tool]}`);
+  }
+
+  /**
+   * The `update` message for the pending update: the fwup delta from the firmware the device runs when the update
+   * allows deltas (an orchestrated update of a group with `delta_updatable`), the delta is ready and the device's
+   * fwup can apply it; else the full file. A device that could use a delta and has none yet requests it.
+   */
+  async updateMessage(
+    row: PendingUpdateRow,
+    device: { firmwareUuid: string | null; fwupVersion: string | null },
+  ): Promise<Record<string, unknown>> {
+    const delta = await this.readyDelta(row, device);
+    if (delta === null) return updatePayload(row, await this.firmwareUrl(row));
+    const direct = await this.storage.directDownloadUrl(delta.storage_key);
+    const url = direct ?? this.links.signedUrl(deltaDownloadPath(delta.id, `${row.uuid}.fw`));
+    return deltaUpdatePayload(row, delta, url);
+  }
+
+  /** The ready delta the device can apply for this update, or null (then the full file: never a broken one). */
+  private async readyDelta(
+    row: PendingUpdateRow,
+    device: { firmwareUuid: string | null; fwupVersion: string | null },
+  ): Promise<ReadyDelta | null> {
+    const source = device.firmwareUuid;
+    const required = row.delta_fwup_version;
+    if (!row.delta_allowed || row.tool !== 'fwup' || required === null) return null;
+    if (source === null || source === row.uuid || !UUID_PATTERN.test(source)) return null;
+    // The device's fwup must apply deltas to this firmware (NervesHub takes an unknown version as the oldest).
+    if (!fwupCanApply(device.fwupVersion, required)) return null;
+    let delta: DeliverableDelta | null;
+    try {
+      delta = await this.deltaReads.call({ targetId: row.firmware_id, sourceUuid: source.toLowerCase() });
+    } catch (err) {
+      this.logger.warn({ err, firmwareId: row.firmware_id }, 'delta lookup failed: the full file is sent');
+      return null;
+    }
+    if (
+      delta?.state !== 'ready' ||
+      delta.id === null ||
+      delta.storage_key === null ||
+      delta.sha256 === null ||
+      delta.fwup_version === null ||
+      !fwupCanApply(device.fwupVersion, delta.fwup_version)
+    )
+      return null;
+    return delta as ReadyDelta;
   }
 
   markDelivered(deviceId: string, firmwareId: string): Promise<void> {

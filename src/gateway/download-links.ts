@@ -13,6 +13,11 @@ export function downloadPath(firmwareId: string, fileName: string): string {
   return `${DOWNLOAD_PATH_PREFIX}/${firmwareId}/${fileName}`;
 }
 
+/** The path of an fwup delta's download link: the delta's row id and `<target uuid>.fw`. */
+export function deltaDownloadPath(deltaId: string, fileName: string): string {
+  return `${DOWNLOAD_PATH_PREFIX}/deltas/${deltaId}/${fileName}`;
+}
+
 /**
  * Signed, expiring firmware links: `?expires=<unix seconds>&signature=<base64url HMAC-SHA256(path "\n" expires)>`
  * with a key derived from the server secret. The link is the only credential, as with NervesHub's links.
@@ -28,8 +33,8 @@ export class DownloadLinkSigner {
     return this.signedUrl(downloadPath(firmwareId, fileName), ttlSeconds);
   }
 
-  /** A signed, expiring link to any path of this server (an archive's: archive-downloads.ts). */
-  signedUrl(path: string, ttlSeconds: number): string {
+  /** The signed, expiring link of any download path (a firmware's, a delta's, an archive's). */
+  signedUrl(path: string, ttlSeconds = DOWNLOAD_LINK_TTL_SECONDS): string {
     const expires = Math.floor(this.now() / 1000) + ttlSeconds;
     return `${this.publicUrl}${path}?expires=${expires}&signature=${this.sign(path, expires)}`;
   }

@@ -45,6 +45,38 @@ export class DeviceConsoleController {
 export class FirmwareDownloadController {
   constructor(private readonly downloads: FirmwareDownloads) {}
 
+  @Get('deltas/:delta_id/:file')
+  @Public()
+  @ApiParam({ name: 'delta_id', description: 'Server-side delta id, as in the link' })
+  @ApiParam({ name: 'file', description: '`<target firmware uuid>.fw`, as in the link' })
+  @ApiQuery({ name: 'expires', required: true, description: 'Expiry, Unix seconds' })
+  @ApiQuery({ name: 'signature', required: true, description: 'base64url HMAC-SHA256 of path and expiry' })
+  @ApiProduces('application/octet-stream')
+  @ApiOperationDoc({
+    summary: 'Download an fwup delta (the link of an `update` message that sends a delta)',
+    description:
+      'Extension of 2.0.0, for devices: as the firmware download, for the delta from the firmware the device ' +
+      'runs to its update. Only a ready delta is served (404 otherwise); a bad or expired signature gets 403.',
+    isPublic: true,
+    errors: [403, 404],
+  })
+  @ApiStoredFileResponses()
+  async downloadDelta(
+    @Param('delta_id') deltaId: string,
+    @Param('file') file: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const query = req.query as Record<string, unknown>;
+    const download = await this.downloads.openDelta(deltaId, file, {
+      expires: query.expires,
+      signature: query.signature,
+      range: req.headers.range,
+      headOnly: req.method === 'HEAD',
+    });
+    await sendStoredFile(res, download);
+  }
+
   @Get(':firmware_id/:file')
   @Public()
   @ApiParam({ name: 'firmware_id', description: 'Server-side firmware id, as in the link' })

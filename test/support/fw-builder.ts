@@ -116,6 +116,8 @@ export interface BuildFwOptions {
   signWith?: KeyObject;
   /** Default: one 1 KiB `rootfs.img`. */
   resources?: FwResource[];
+  /** Resources whose upgrade may be written from a raw delta (see renderMetaConf); default none. */
+  deltaResources?: string[];
   /**
    * Put each resource's BLAKE2b-256 in meta.conf as fwup does (default true). That reads the generated data once
    * more at about 25 MB/s (BLAKE2b in JavaScript): pass false for very large resources to write a placeholder.
@@ -152,8 +154,16 @@ export interface ResourceDigest {
   blake2b256: string;
 }
 
-/** meta.conf as fwup writes it: `meta-*` lines, one `file-resource` block per resource, an `upgrade` task. */
-export function renderMetaConf(meta: FwMeta, resources: readonly ResourceDigest[]): string {
+/**
+ * meta.conf as fwup writes it: `meta-*` lines, one `file-resource` block per resource, an `upgrade` task.
+ * `deltaResources`: those resources' `on-resource` may be written from a raw delta (`delta-source-raw-offset` and
+ * `-count` before the `raw_write`), as a firmware built for delta updates declares it.
+ */
+export function renderMetaConf(
+  meta: FwMeta,
+  resources: readonly ResourceDigest[],
+  deltaResources: readonly string[] = [],
+): string {
   const keys: [keyof FwMeta, string][] = [
     ['product', 'meta-product'],
     ['description', 'meta-description'],
@@ -177,8 +187,12 @@ export function renderMetaConf(meta: FwMeta, resources: readonly ResourceDigest[
   text += 'task "upgrade" {\n';
   let offset = 0;
   for (const r of resources) {
-    text += `on-resource ${fwupQuote(r.name)} {\nfunlist={2,raw_write,${offset}}\n}\n`;
-    offset += Math.ceil(r.length / 512);
+    const blocks = Math.ceil(r.length / 512);
+    const delta = deltaResources.includes(r.name)
+      ? `delta-source-raw-offset=${offset}\ndelta-source-raw-count=${blocks}\n`
+      : '';
+    text += `on-resource ${fwupQuote(r.name)} {\n${delta}funlist={2,raw_write,${offset}}\n}\n`;
+    offset += blocks;
   }
   return `${text}}\n`;
 }
@@ -236,6 +250,7 @@ export async function buildFw(path: string, options: BuildFwOptions = {}): Promi
           renderMetaConf(
             { ...DEFAULT_FW_META, ...options.meta },
             resources.map((r) => digestResource(r, options.hashResources ?? true)),
+            options.deltaResources,
           ),
         );
 

@@ -98,6 +98,7 @@ export const ROUTE_POLICIES = {
   'archives.attachment': { scope: 'org', role: 'view' },
   'archives.attach': { scope: 'org', role: 'manage' },
   'archives.detach': { scope: 'org', role: 'manage' },
+  'firmwares.deltas': { scope: 'org', role: 'view' },
 
   'keys.create': { scope: 'org', role: 'admin' },
   'keys.list': { scope: 'org', role: 'view' },
@@ -135,6 +136,7 @@ export const ROUTE_POLICIES = {
   'deployments.releases': { scope: 'org', role: 'view' },
   'deployments.update': { scope: 'org', role: 'manage' },
   'deployments.delete': { scope: 'org', role: 'manage' },
+  'deployments.deltas': { scope: 'org', role: 'view' },
 
   'live.events': { scope: 'org', role: 'view' },
 

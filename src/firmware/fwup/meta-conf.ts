@@ -53,9 +53,9 @@ const META_KEYS: Readonly<Record<string, MetadataField>> = {
 /** fwup's own sections nest three levels deep; anything much deeper is not a meta.conf. */
 const MAX_SECTION_DEPTH = 16;
 
-type Punctuation = '{' | '}' | '(' | ')' | '=' | '+=' | ',';
+export type Punctuation = '{' | '}' | '(' | ')' | '=' | '+=' | ',';
 
-type Token =
+export type Token =
   | {
       readonly kind: 'string';
       readonly bytes: Buffer;
@@ -66,7 +66,7 @@ type Token =
   | { readonly kind: 'comment'; readonly line: number }
   | { readonly kind: 'end'; readonly line: number };
 
-type StringToken = Extract<Token, { kind: 'string' }>;
+export type StringToken = Extract<Token, { kind: 'string' }>;
 
 const SPACE = 0x20;
 const TAB = 0x09;
@@ -128,7 +128,7 @@ const isOctal = (b: number | undefined): boolean => b !== undefined && b >= 0x30
 const isHex = (b: number | undefined): boolean =>
   b !== undefined && (isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66));
 
-function syntaxError(line: number, detail: string): FirmwareFormatError {
+export function syntaxError(line: number, detail: string): FirmwareFormatError {
   return new FirmwareFormatError(`meta.conf has a syntax error on line ${line}: ${detail}`);
 }
 
@@ -138,7 +138,7 @@ function syntaxError(line: number, detail: string): FirmwareFormatError {
  * `a//b` is one string). Characters the lexer has no rule for (`*`, a lone `+`, CR) are dropped, as libconfuse
  * drops them.
  */
-class Lexer {
+export class Lexer {
   private pos = 0;
   private line = 1;
   /** `${` starts a variable reference only when a `}` follows somewhere. */

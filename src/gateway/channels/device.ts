@@ -10,7 +10,6 @@ import {
   metadataFromJoin,
   normaliseStatus,
   type PendingUpdateRow,
-  updatePayload,
 } from '../device-link.service';
 import { encodeReply, type PhoenixFrame } from '../phoenix-frames';
 import { PresenceService } from '../presence.service';
@@ -58,6 +57,7 @@ export class DeviceChannel {
     }
     this.presence.joined(conn.deviceId);
     conn.firmwareUuid = metadata?.uuid ?? null;
+    conn.fwupVersion = metadata?.fwup_version ?? null;
     const downloading = params.currently_downloading_uuid;
     conn.downloadingUuid = typeof downloading === 'string' && downloading !== '' ? downloading : null;
     conn.topics.set('device', frame.joinRef);
@@ -110,7 +110,7 @@ export class DeviceChannel {
     }
     conn.updatingUuid = pending.uuid;
     if (pending.delivered_at !== null && conn.downloadingUuid === pending.uuid) return;
-    conn.push('device', 'update', updatePayload(pending, await this.link.firmwareUrl(pending)));
+    conn.push('device', 'update', await this.link.updateMessage(pending, conn));
     this.live.deviceUpdate(conn.device, 'pending', null, pending.uuid);
     await this.link.markDelivered(conn.deviceId, pending.firmware_id);
   }
