@@ -94,9 +94,9 @@ describe('route table', () => {
       'MetricsController.scrape',
       // Single sign-on: whether it is on; the browser's start and the provider's callback (the `state` it was
       // started with, in the browser's cookie and checked once, and the provider's signed answer are the credential).
-      'SingleSignOnController.callback',
-      'SingleSignOnController.start',
       'SingleSignOnController.status',
+      'SingleSignOnPageController.callback',
+      'SingleSignOnPageController.start',
     ]);
   });
 

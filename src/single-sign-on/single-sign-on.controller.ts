@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeController, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../common/auth/decorators';
 import { sessionCookie } from '../browser-sessions/session-cookie';
@@ -34,18 +34,11 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   return undefined;
 }
 
-/** Single sign-on: the API says whether it is on; two pages (start, the provider's callback) do the sign-in. */
+/** Whether single sign-on is on (the API); the sign-in itself is two pages (SingleSignOnPageController). */
 @ApiTags('Browser Sessions')
 @Controller()
 export class SingleSignOnController {
-  private readonly secure: boolean;
-
-  constructor(
-    private readonly sso: SingleSignOnService,
-    @Inject(APP_CONFIG) config: AppConfig,
-  ) {
-    this.secure = config.publicUrl.startsWith('https:');
-  }
+  constructor(private readonly sso: SingleSignOnService) {}
 
   @Get('api/auth/single_sign_on')
   @Public()
@@ -61,10 +54,23 @@ export class SingleSignOnController {
   status() {
     return this.sso.status();
   }
+}
+
+/** The sign-in's two pages: start (to the provider) and the provider's callback (pages, not API: not in OpenAPI). */
+@ApiExcludeController()
+@Controller()
+export class SingleSignOnPageController {
+  private readonly secure: boolean;
+
+  constructor(
+    private readonly sso: SingleSignOnService,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.secure = config.publicUrl.startsWith('https:');
+  }
 
   @Get('auth/oidc/start')
   @Public()
-  @ApiExcludeEndpoint()
   async start(@Req() req: Request, @Res() res: Response): Promise<void> {
     try {
       const { url, state } = await this.sso.start();
@@ -80,7 +86,6 @@ export class SingleSignOnController {
 
   @Get('auth/oidc/callback')
   @Public()
-  @ApiExcludeEndpoint()
   async callback(@Req() req: Request, @Res() res: Response): Promise<void> {
     const from = sessionRequest(req);
     res.append('Set-Cookie', `${STATE_COOKIE}=; Path=/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=0`);
