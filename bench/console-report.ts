@@ -33,6 +33,11 @@ export interface PageLoad {
   painted_ms: number;
   first_contentful_paint_ms: number | null;
   dom_content_loaded_ms: number | null;
+  /**
+   * CPU time of the page's main thread from its start to the end of the quiet window (CDP's ThreadTime): the page's
+   * own work, which a busy machine stretches in time but does not add to.
+   */
+  main_thread_cpu_ms: number | null;
   /** Long tasks (> 50 ms) from the navigation to the end of the quiet window. */
   long_tasks: { start_ms: number; duration_ms: number }[];
   /** The scripts and API requests of the load, in the order they started. */
@@ -67,6 +72,8 @@ export interface ChangeResults {
   drawn_ms: { p50: number; p95: number; max: number };
   /** The API's own time for the list requests, from Chromium's resource timing (request start → response end). */
   api_ms: { p50: number; p95: number; max: number };
+  /** The page's main-thread CPU time over the changes (CDP ThreadTime), per change. */
+  main_thread_cpu_ms_per_change: number | null;
   kinds: ChangeKind[];
   machine: LoadWindow;
 }
@@ -98,6 +105,10 @@ export interface RolloutViewResults {
   /** The renderer's main thread busy with tasks over the rollout (CDP Performance.getMetrics TaskDuration). */
   main_thread_busy_percent: number | null;
   script_percent: number | null;
+  /** Its CPU time (CDP ThreadTime) over the rollout, in percent of one core. */
+  main_thread_cpu_percent: number | null;
+  /** Layouts a second (CDP LayoutCount): how often the page changed what it shows. */
+  layouts_per_second: number | null;
   long_tasks: { count: number; max_ms: number; total_ms: number };
   /** Server-sent events the page received during the rollout, by name. */
   events: Record<string, number>;
@@ -111,8 +122,9 @@ export interface ConsoleResults {
   mode: 'quick' | 'full';
   /** Devices of the seeded product the devices page lists. */
   devices: number;
-  /** The seed's time when this run built it; null: reused from an earlier run (`seeded_at` then). */
-  seed_seconds: number | null;
+  /** How long the seed took (in this run, or in the earlier one that built it: `seed_reused`). */
+  seed_seconds: number;
+  seed_reused: boolean;
   seeded_at: string;
   chromium: string;
   chromium_flags: string[];
@@ -226,7 +238,7 @@ export function renderConsole(r: ConsoleResults, lines: string[]): void {
   lines.push(
     `Measured by \`npm run bench:console\` (\`bench/console.ts\`, issue 30.6), **${r.mode}** mode, ${r.date}: the ` +
       `built server (\`dist/src/main.js\` with \`start:prod\`'s flags) and its console build on the seeded database ` +
-      `(**${n(r.devices)} devices** in the product the devices page lists; ${r.seed_seconds === null ? `seed reused, built ${r.seeded_at}` : `seeded in this run in ${n(r.seed_seconds)} s`}), ` +
+      `(**${n(r.devices)} devices** in the product the devices page lists; ${r.seed_reused ? `seed reused, built ${r.seeded_at} in ${n(r.seed_seconds)} s` : `seeded in this run in ${n(r.seed_seconds)} s`}), ` +
       `in Chromium ${r.chromium} (Debian's, headless, \`${r.chromium_flags.join(' ')}\`, ${r.viewport.width}×${r.viewport.height}) ` +
       'driven by playwright-core on the same machine over loopback. Every time is taken in the page by Chromium ' +
       "(`performance.now()`, the events' own time stamps, `requestAnimationFrame`), except the join's, which the " +
@@ -263,18 +275,20 @@ export function renderConsole(r: ConsoleResults, lines: string[]): void {
         'started is not counted.',
     );
     lines.push('');
-    lines.push('| Load | interactive | rows in the DOM | painted | first contentful paint | long tasks |');
-    lines.push('| --- | ---: | ---: | ---: | ---: | --- |');
+    lines.push(
+      '| Load | interactive | rows in the DOM | painted | first contentful paint | main-thread CPU | long tasks |',
+    );
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
     const row = (label: string, l: PageLoad) =>
       lines.push(
-        `| ${label} | ${ms(l.interactive_ms)} | ${ms(l.rows_ms)} | ${ms(l.painted_ms)} | ${ms(l.first_contentful_paint_ms)} | ` +
+        `| ${label} | ${ms(l.interactive_ms)} | ${ms(l.rows_ms)} | ${ms(l.painted_ms)} | ${ms(l.first_contentful_paint_ms)} | ${ms(l.main_thread_cpu_ms)} | ` +
           `${l.long_tasks.length === 0 ? 'none' : l.long_tasks.map((t) => `${Math.round(t.duration_ms)} ms at ${Math.round(t.start_ms)}`).join(', ')} |`,
       );
     if (first.warmup) row('first after the server started (not counted)', first.warmup);
     first.loads.forEach((l, i) => row(String(i + 1), l));
     if (first.interactive_ms) {
       lines.push(
-        `| **median / worst** | **${ms(first.interactive_ms.median)} / ${ms(first.interactive_ms.worst)}** | | | | |`,
+        `| **median / worst** | **${ms(first.interactive_ms.median)} / ${ms(first.interactive_ms.worst)}** | | | | | |`,
       );
     }
     lines.push('');
@@ -341,6 +355,12 @@ export function renderConsole(r: ConsoleResults, lines: string[]): void {
     );
     lines.push(`| API request | ${ms(c.api_ms.p50)} | ${ms(c.api_ms.p95)} | ${ms(c.api_ms.max)} |`);
     lines.push('');
+    if (c.main_thread_cpu_ms_per_change !== null) {
+      lines.push(
+        `The page's main thread spent ${c.main_thread_cpu_ms_per_change} ms of CPU per change (CDP \`ThreadTime\` over all of them).`,
+      );
+      lines.push('');
+    }
     lines.push('| Change | count | drawn p50 | p95 | max |');
     lines.push('| --- | ---: | ---: | ---: | ---: |');
     for (const k of c.kinds) {
@@ -409,6 +429,9 @@ export function renderConsole(r: ConsoleResults, lines: string[]): void {
       );
       lines.push(
         `| Renderer main thread busy (tasks) / of it script | ${x.main_thread_busy_percent ?? '–'} % / ${x.script_percent ?? '–'} % |`,
+      );
+      lines.push(
+        `| Renderer main thread CPU (of one core) / layouts a second | ${x.main_thread_cpu_percent ?? '–'} % / ${x.layouts_per_second ?? '–'} |`,
       );
       lines.push(
         `| Long tasks | ${x.long_tasks.count}${x.long_tasks.count ? ` (longest ${Math.round(x.long_tasks.max_ms)} ms, ${Math.round(x.long_tasks.total_ms)} ms in all)` : ''} |`,

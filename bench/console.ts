@@ -236,6 +236,11 @@ const PAGE_SCRIPT = `(() => {
   bench.stopFrames = () => { bench.counting = false; return JSON.stringify(bench.frames); };
 })();`;
 
+/** A value of CDP's Performance.getMetrics (seconds for the durations and times), or null when absent. */
+function metric(metrics: { name: string; value: number }[], name: string): number | null {
+  return metrics.find((m) => m.name === name)?.value ?? null;
+}
+
 /** Evaluates `expression` in the page (through the DevTools protocol: the console's CSP does not apply). */
 async function inPage(page: Page, expression: string): Promise<void> {
   await page.evaluate(expression);
@@ -310,6 +315,8 @@ async function coldLoad(
   try {
     const page = await context.newPage();
     watchErrors(page, errors);
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Performance.enable');
     const scripts: Promise<ScriptAsset>[] = [];
     page.on('response', (response) => {
       if (response.request().resourceType() === 'script') scripts.push(scriptAsset(response));
@@ -319,12 +326,14 @@ async function coldLoad(
     await inPage(page, 'window.__bench.until(() => window.__bench.interactive() !== null, 30000)');
     const raw = JSON.parse(await page.evaluate<string>('window.__bench.loadReport()')) as RawLoad;
     if (raw.longTaskError) throw new Error(`no long task observer in this Chromium: ${raw.longTaskError}`);
+    const threadTime = metric((await cdp.send('Performance.getMetrics')).metrics, 'ThreadTime');
     const load: PageLoad = {
       interactive_ms: round(raw.interactive!),
       rows_ms: round(raw.rowsAt),
       painted_ms: round(raw.paintedAt),
       first_contentful_paint_ms: raw.fcp === null ? null : round(raw.fcp),
       dom_content_loaded_ms: raw.dcl === null ? null : round(raw.dcl),
+      main_thread_cpu_ms: threadTime === null ? null : round(threadTime * 1000),
       long_tasks: raw.longTasks.map((t) => ({ start_ms: round(t.start), duration_ms: round(t.duration) })),
       requests: raw.requests
         .map((q) => ({ path: q.path, start_ms: round(q.start_ms), end_ms: round(q.end_ms) }))
@@ -401,6 +410,10 @@ async function changesScenario(page: Page, url: string, count: number): Promise<
   await page.goto(url);
   await inPage(page, 'window.__bench.until(() => window.__bench.paintedAt !== null, 30000)');
   await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const threadTime = async () => metric((await cdp.send('Performance.getMetrics')).metrics, 'ThreadTime');
+  const cpu0 = await threadTime();
   const load = watch();
   const samples: { kind: string; dom: number; drawn: number; api: number | null }[] = [];
   let failed = 0;
@@ -430,6 +443,7 @@ async function changesScenario(page: Page, url: string, count: number): Promise<
     await sleep(150);
   }
   const machine = load.stop();
+  const cpu1 = await threadTime();
   const kinds: ChangeKind[] = [...new Set(samples.map((s) => s.kind))].map((kind) => {
     const drawn = samples.filter((s) => s.kind === kind).map((s) => s.drawn);
     const s = stats(drawn);
@@ -442,6 +456,8 @@ async function changesScenario(page: Page, url: string, count: number): Promise<
     dom_ms: stats(samples.map((s) => s.dom)),
     drawn_ms: stats(samples.map((s) => s.drawn)),
     api_ms: api.length ? stats(api) : { p50: NaN, p95: NaN, max: NaN },
+    main_thread_cpu_ms_per_change:
+      cpu0 === null || cpu1 === null ? null : round(((cpu1 - cpu0) * 1000) / Math.max(1, count)),
     kinds,
     machine,
   };
@@ -643,11 +659,17 @@ async function rolloutViewScenario(o: {
   cdp.on('Network.eventSourceMessageReceived', (event) =>
     events.push({ name: event.eventName, at: Date.now() }),
   );
-  const metrics: { at: number; task: number; script: number }[] = [];
+  const metrics: { at: number; task: number; script: number; thread: number; layouts: number }[] = [];
   const sampleMetrics = async () => {
     const { metrics: list } = await cdp.send('Performance.getMetrics');
-    const value = (name: string) => list.find((m) => m.name === name)?.value ?? 0;
-    metrics.push({ at: Date.now(), task: value('TaskDuration'), script: value('ScriptDuration') });
+    const value = (name: string) => metric(list, name) ?? 0;
+    metrics.push({
+      at: Date.now(),
+      task: value('TaskDuration'),
+      script: value('ScriptDuration'),
+      thread: value('ThreadTime'),
+      layouts: value('LayoutCount'),
+    });
   };
   let sampler: NodeJS.Timeout | null = null;
   let startedAt = 0;
@@ -663,6 +685,8 @@ async function rolloutViewScenario(o: {
     idle_fps: { min: null, median: null, seconds: IDLE_SECONDS },
     main_thread_busy_percent: null,
     script_percent: null,
+    main_thread_cpu_percent: null,
+    layouts_per_second: null,
     long_tasks: { count: 0, max_ms: 0, total_ms: 0 },
     events: {},
     machine: null,
@@ -685,11 +709,13 @@ async function rolloutViewScenario(o: {
       benchData: BENCH_DATA,
       databaseRoot: o.databaseRoot,
       watch: async (group) => {
+        // Generous waits: the fleet that just joined keeps the machine busy (heartbeats, late joins).
         await page.goto(
           `${o.server.url}/orgs/${encodeURIComponent(o.info.org)}/products/${encodeURIComponent(productName)}/deployments/${encodeURIComponent(group)}`,
+          { waitUntil: 'commit', timeout: 120_000 },
         );
-        await page.locator('dl.counts').waitFor();
-        await page.getByText('Live: counts and devices change as they happen.').waitFor();
+        await page.locator('dl.counts').waitFor({ timeout: 120_000 });
+        await page.getByText('Live: counts and devices change as they happen.').waitFor({ timeout: 120_000 });
         await page.evaluate('window.__bench.startFrames()');
         const idleFrom = Date.now();
         await sleep(IDLE_SECONDS * 1000);
@@ -725,6 +751,8 @@ async function rolloutViewScenario(o: {
       const [a, b] = [inWindow[0], inWindow[inWindow.length - 1]];
       result.main_thread_busy_percent = round((100 * (b.task - a.task) * 1000) / (b.at - a.at));
       result.script_percent = round((100 * (b.script - a.script) * 1000) / (b.at - a.at));
+      result.main_thread_cpu_percent = round((100 * (b.thread - a.thread) * 1000) / (b.at - a.at));
+      result.layouts_per_second = round(((b.layouts - a.layouts) * 1000) / (b.at - a.at));
     }
     const origin = await page.evaluate<number>('performance.timeOrigin');
     const long = (
@@ -743,7 +771,7 @@ async function rolloutViewScenario(o: {
     }
     log(
       `  rollout view: ${result.fps.length} s, fps min ${result.min_fps} median ${result.median_fps}; main thread ` +
-        `busy ${result.main_thread_busy_percent} %; long tasks ${long.length}; events ${JSON.stringify(result.events)}`,
+        `busy ${result.main_thread_busy_percent} %, CPU ${result.main_thread_cpu_percent} %, ${result.layouts_per_second} layouts/s; long tasks ${long.length}; events ${JSON.stringify(result.events)}`,
     );
   } catch (err) {
     log(`  rollout view failed: ${errorText(err)}`);
@@ -836,7 +864,8 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
       mode: MODE,
       devices: N,
-      seed_seconds: seededNow ? info.seedSeconds : null,
+      seed_seconds: info.seedSeconds,
+      seed_reused: !seededNow,
       seeded_at: info.seededAt,
       chromium: browser.version(),
       chromium_flags: ['--headless', ...CHROMIUM_FLAGS],
