@@ -6,14 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
-import { format, resolveConfig } from 'prettier';
 import { buildSignedFw } from './fw';
 import { BENCH_DATA, BUILD_DIR, PRODUCTION_NODE_FLAGS, ROOT, sleep } from './paths';
 import { children, procStat, request, type Started, startProcess, stopProcess } from './processes';
@@ -22,12 +21,12 @@ import {
   cpuMsPerRequest,
   type Measurement,
   measuredAt,
-  renderMarkdown,
+  publish,
+  readPublished,
   type Report,
   type ScenarioResult,
   type UploadRun,
   summarise,
-  withPublishedChecks,
 } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
@@ -964,13 +963,10 @@ async function main(): Promise<void> {
       duration_s: Math.round((Date.now() - t0) / 1000),
     };
     if (!flag('no-write')) {
-      await writeFile(join(ROOT, 'bench/benchmarks.json'), `${JSON.stringify(report, null, 2)}\n`);
-      // Formatted as `npm run format:check` expects (tables aligned by Prettier).
-      const mdPath = join(ROOT, 'docs/benchmarks.md');
-      const config = (await resolveConfig(mdPath)) ?? {};
-      const current = existsSync(mdPath) ? await readFile(mdPath, 'utf8') : '';
-      const markdown = withPublishedChecks(renderMarkdown(report), current);
-      await writeFile(mdPath, await format(markdown, { ...config, filepath: mdPath }));
+      // The console's section is `npm run bench:console`'s (its own date and mode): kept as it is.
+      const consoleSection = (await readPublished(ROOT))?.console;
+      if (consoleSection) report.console = consoleSection;
+      await publish(ROOT, report);
       log('wrote docs/benchmarks.md and bench/benchmarks.json');
     }
     for (const g of goals)

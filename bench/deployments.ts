@@ -164,7 +164,16 @@ export interface RolloutOptions {
   benchData: string;
   /** PostgreSQL's postmaster when it runs on this machine. */
   databaseRoot: number | null;
+  /**
+   * Someone watching the rollout (bench/console.ts: the group's page in a browser). The group is then created
+   * inactive once the fleet has joined, `watch` is awaited (the group's name given), and the rollout starts by
+   * turning the group on: the page is open and steady before the first update is claimed.
+   */
+  watch?: (group: string) => Promise<void>;
 }
+
+/** The deployment group every rollout creates (in its own product). */
+export const ROLLOUT_GROUP = 'bench';
 
 /** One rollout in its own product: devices connect on 1.0.0, then the active group on 2.0.0 is created. */
 export async function runRollout(o: RolloutOptions): Promise<RolloutResults> {
@@ -192,6 +201,20 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResults> {
     o.signingKey,
     o.benchData,
   );
+  const createGroup = async (active: boolean) => {
+    const created = await http.call('POST', `${base}/deployments`, {
+      name: ROLLOUT_GROUP,
+      firmware: target,
+      conditions: { version: '~> 1.0', tags: [] },
+      is_active: active,
+      concurrent_updates: o.concurrentUpdates,
+      ...(o.failureThreshold !== null && { failure_threshold: o.failureThreshold }),
+    });
+    if (created.status !== 201) {
+      throw new Error(`create deployment group: ${created.status} ${created.text.slice(0, 300)}`);
+    }
+  };
+  const { watch } = o;
   return rolloutScenario({
     url: o.server.url,
     db: o.db,
@@ -213,17 +236,17 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResults> {
     log: o.log,
     serverPid: o.server.child.pid ?? 0,
     databaseRoot: o.databaseRoot,
+    ...(watch && {
+      beforeStart: async () => {
+        await createGroup(false);
+        await watch(ROLLOUT_GROUP);
+      },
+    }),
     startRollout: async () => {
-      const created = await http.call('POST', `${base}/deployments`, {
-        name: 'bench',
-        firmware: target,
-        conditions: { version: '~> 1.0', tags: [] },
-        is_active: true,
-        concurrent_updates: o.concurrentUpdates,
-        ...(o.failureThreshold !== null && { failure_threshold: o.failureThreshold }),
-      });
-      if (created.status !== 201) {
-        throw new Error(`create deployment group: ${created.status} ${created.text.slice(0, 300)}`);
+      if (!watch) return createGroup(true);
+      const turned = await http.call('PATCH', `${base}/deployments/${ROLLOUT_GROUP}`, { state: 'on' });
+      if (turned.status !== 200) {
+        throw new Error(`turn the deployment group on: ${turned.status} ${turned.text.slice(0, 300)}`);
       }
     },
   });

@@ -1,5 +1,10 @@
 import type autocannon from 'autocannon';
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { format, resolveConfig } from 'prettier';
+import { type ConsoleResults, renderConsole } from './console-report';
 import { type DeploymentResults, renderDeployments } from './deployments';
 import { type DownloadResults, renderDownloads } from './downloads';
 import type { LoadWindow } from './machine-load';
@@ -118,6 +123,11 @@ export interface Report {
   mtls?: Standalone<MtlsResults> | null;
   /** Issue #18's device logs (bench/telemetry.ts); null or absent: not run. */
   telemetry?: Standalone<TelemetryResults> | null;
+  /**
+   * Issue 30.6's console numbers, published by `npm run bench:console` (bench/console.ts) with their own date and
+   * mode; `npm run bench` keeps them as they are.
+   */
+  console?: ConsoleResults | null;
   duration_s: number;
   /** `--merge`: these sections are the earlier run's of `date`, not this run's. */
   merged_from?: MergedFrom;
@@ -208,6 +218,25 @@ export function withPublishedChecks(rendered: string, current: string): string {
   const blocks = current.match(/<!-- (check:[\w:-]+) -->[\s\S]*?<!-- \/\1 -->/g) ?? [];
   if (blocks.length === 0) return rendered;
   return `${rendered.trimEnd()}\n\n${PUBLISHED_CHECKS_HEADING}\n\n${blocks.join('\n\n')}\n`;
+}
+
+/** The last written report (bench/benchmarks.json), or null when there is none. */
+export async function readPublished(root: string): Promise<Report | null> {
+  const path = join(root, 'bench/benchmarks.json');
+  return existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Report) : null;
+}
+
+/**
+ * Writes bench/benchmarks.json and docs/benchmarks.md from `report`, formatted as `npm run format:check` expects
+ * (tables aligned by Prettier), the sections other scripts publish kept (withPublishedChecks).
+ */
+export async function publish(root: string, report: Report): Promise<void> {
+  await writeFile(join(root, 'bench/benchmarks.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const mdPath = join(root, 'docs/benchmarks.md');
+  const config = (await resolveConfig(mdPath)) ?? {};
+  const current = existsSync(mdPath) ? await readFile(mdPath, 'utf8') : '';
+  const markdown = withPublishedChecks(renderMarkdown(report), current);
+  await writeFile(mdPath, await format(markdown, { ...config, filepath: mdPath }));
 }
 
 export function renderMarkdown(r: Report): string {
@@ -351,6 +380,7 @@ export function renderMarkdown(r: Report): string {
   if (r.mtls) renderMtls(r.mtls, r.device_sockets?.runs ?? [], lines);
   if (r.deployments) renderDeployments(r.deployments, lines);
   if (r.telemetry) renderTelemetry(r.telemetry, lines);
+  if (r.console) renderConsole(r.console, lines);
   lines.push('## How to run');
   lines.push('');
   lines.push('```sh');
@@ -380,6 +410,9 @@ export function renderMarkdown(r: Report): string {
   );
   lines.push(
     '# BENCH_DATABASE_URL=postgres://... uses that database instead of the embedded one in .bench-data/',
+  );
+  lines.push(
+    'npm run bench:console      # the console in Chromium at 1,000,000 devices (section "Console"; -- --quick: 100,000, no write)',
   );
   lines.push(
     'npm run check:rolling-restart:haproxy   # the rolling restart below (apt-get install -y haproxy; ~2.5 minutes)',

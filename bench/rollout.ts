@@ -38,6 +38,11 @@ export interface RolloutScenarioOptions {
   targetUuid: string;
   /** Starts the rollout (the deployment API calls); to be written by the harness. */
   startRollout: () => Promise<void>;
+  /**
+   * Called once the fleet has joined, before the rollout's clock starts (e.g. bench/console.ts creates the group
+   * inactive and opens its page in a browser here; `startRollout` then turns it on).
+   */
+  beforeStart?: () => Promise<void>;
   log: Log;
   /** Give up this long after the rollout started (default 120 s). */
   timeoutMs?: number;
@@ -185,6 +190,7 @@ export async function rolloutScenario(o: RolloutScenarioOptions): Promise<Rollou
       devices: treeCpuSeconds(workerPids),
       database: o.databaseRoot === null ? null : treeCpuSeconds([o.databaseRoot]),
     });
+    await o.beforeStart?.();
     const cpu0 = cpuNow();
     const load = watchLoad(() => [
       o.serverPid,

@@ -5,7 +5,12 @@ import { ErrorAlert, Status } from '../components/alert';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { Link } from '../components/link';
 import { ProductNav } from '../components/product-nav';
-import { type DeviceUpdateEvent, liveText, useProductEvents } from '../live-events';
+import {
+  type DeviceConnectionEvent,
+  type DeviceUpdateEvent,
+  liveText,
+  useProductEvents,
+} from '../live-events';
 import { navigate, seg } from '../router';
 import { allows, type Role } from '../session';
 import { type DeploymentGroup, deploymentPaths, stateText } from './deployments';
@@ -125,35 +130,78 @@ export function DeploymentPage(props: {
     void loadDevices(page);
   }, [org, product, name, page]);
 
-  const live = useProductEvents(org, product, {
-    counts: (event) => {
-      if (event.name !== name) return;
+  // A rollout sends hundreds of events a second (each device's update and its reconnection, the group's counts):
+  // only the shown devices' and the group's matter, the latest of each, drawn once per animation frame.
+  const pending = useRef<{
+    counts: Counts | null;
+    updates: Map<string, DeviceUpdateEvent>;
+    connections: Map<string, DeviceConnectionEvent>;
+    frame: number | null;
+  }>({ counts: null, updates: new Map(), connections: new Map(), frame: null });
+  const shownIds = new Set(devices?.map((d) => d.identifier));
+  const flush = () => {
+    const waiting = pending.current;
+    waiting.frame = null;
+    const { counts, updates: changed, connections } = waiting;
+    waiting.counts = null;
+    waiting.updates = new Map();
+    waiting.connections = new Map();
+    if (counts !== null) {
       setGroup((shown) => {
-        if (shown && shown.counts.devices !== event.counts.devices) reloadDevicesSoon();
-        return shown ? { ...shown, counts: event.counts, device_count: event.counts.devices } : shown;
+        if (shown && shown.counts.devices !== counts.devices) reloadDevicesSoon();
+        return shown ? { ...shown, counts, device_count: counts.devices } : shown;
       });
-    },
-    update: (event) => {
-      // Only the devices shown are followed: a product's other updates would grow the page's memory for nothing.
-      if (!devices?.some((d) => d.identifier === event.identifier)) return;
-      setUpdates((known) => ({ ...known, [event.identifier]: event }));
+    }
+    if (changed.size > 0) {
+      setUpdates((known) => ({ ...known, ...Object.fromEntries(changed) }));
       // A device that came back on the new firmware shows its new version.
-      if (event.status === 'updated') reloadDevicesSoon();
-    },
-    connection: (event) =>
+      if ([...changed.values()].some((event) => event.status === 'updated')) reloadDevicesSoon();
+    }
+    if (connections.size > 0) {
       setDevices((shown) =>
         shown === null
           ? shown
-          : shown.map((device) =>
-              device.identifier === event.identifier
+          : shown.map((device) => {
+              const event = connections.get(device.identifier);
+              return event
                 ? {
                     ...device,
                     connection_status: event.connection_status,
                     online: event.connection_status === 'connected',
                   }
-                : device,
-            ),
-      ),
+                : device;
+            }),
+      );
+    }
+  };
+  const drawSoon = () => {
+    pending.current.frame ??= requestAnimationFrame(flush);
+  };
+  useEffect(
+    () => () => {
+      if (pending.current.frame !== null) cancelAnimationFrame(pending.current.frame);
+      pending.current.frame = null;
+    },
+    [],
+  );
+
+  const live = useProductEvents(org, product, {
+    counts: (event) => {
+      if (event.name !== name) return;
+      pending.current.counts = event.counts;
+      drawSoon();
+    },
+    update: (event) => {
+      // Only the devices shown are followed: a product's other updates would grow the page's memory for nothing.
+      if (!shownIds.has(event.identifier)) return;
+      pending.current.updates.set(event.identifier, event);
+      drawSoon();
+    },
+    connection: (event) => {
+      if (!shownIds.has(event.identifier)) return;
+      pending.current.connections.set(event.identifier, event);
+      drawSoon();
+    },
     opened: () => {
       void loadGroup();
       void loadDevices();
