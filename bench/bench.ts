@@ -21,13 +21,13 @@ import {
   cpuMsPerRequest,
   type Measurement,
   measuredAt,
-  publish,
   readPublished,
   type Report,
   type ScenarioResult,
   type UploadRun,
   summarise,
 } from './report';
+import { publish } from './publish';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 import { describeLoad, watchLoad } from './machine-load';
 import { downloadGoals, type DownloadResults, downloadsScenario } from './downloads';

@@ -44,7 +44,8 @@ import { buildSignedFw } from './fw';
 import { describeLoad, watchLoad } from './machine-load';
 import { BENCH_DATA, BUILD_DIR, PRODUCTION_NODE_FLAGS, ROOT, sleep } from './paths';
 import { children, request, type Started, startProcess, stopProcess } from './processes';
-import { publish, readPublished } from './report';
+import { publish } from './publish';
+import { readPublished } from './report';
 import { benchSigningKey, migrate, seed, type SeedInfo, startDatabase } from './seed';
 
 const argv = process.argv.slice(2);

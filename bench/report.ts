@@ -1,9 +1,8 @@
 import type autocannon from 'autocannon';
 /** docs/benchmarks.md from the harness's report object (every number comes from the run). */
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { format, resolveConfig } from 'prettier';
 import { type ConsoleResults, renderConsole } from './console-report';
 import { type DeploymentResults, renderDeployments } from './deployments';
 import { type DownloadResults, renderDownloads } from './downloads';
@@ -224,19 +223,6 @@ export function withPublishedChecks(rendered: string, current: string): string {
 export async function readPublished(root: string): Promise<Report | null> {
   const path = join(root, 'bench/benchmarks.json');
   return existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Report) : null;
-}
-
-/**
- * Writes bench/benchmarks.json and docs/benchmarks.md from `report`, formatted as `npm run format:check` expects
- * (tables aligned by Prettier), the sections other scripts publish kept (withPublishedChecks).
- */
-export async function publish(root: string, report: Report): Promise<void> {
-  await writeFile(join(root, 'bench/benchmarks.json'), `${JSON.stringify(report, null, 2)}\n`);
-  const mdPath = join(root, 'docs/benchmarks.md');
-  const config = (await resolveConfig(mdPath)) ?? {};
-  const current = existsSync(mdPath) ? await readFile(mdPath, 'utf8') : '';
-  const markdown = withPublishedChecks(renderMarkdown(report), current);
-  await writeFile(mdPath, await format(markdown, { ...config, filepath: mdPath }));
 }
 
 export function renderMarkdown(r: Report): string {

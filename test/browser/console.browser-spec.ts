@@ -428,7 +428,8 @@ describe('the operator console in Chromium', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Move the device' }).click();
     await page.waitForURL(`${url}/orgs/${org}/products/store/devices/gw-0050`);
-    await page.getByRole('heading', { name: 'gw-0050' }).waitFor();
+    await dialog.waitFor({ state: 'hidden' }); // it closes as the page follows the device
+    await page.getByRole('heading', { level: 1, name: 'gw-0050', exact: true }).waitFor();
     await shown('store', 'gw-0050');
     await t.http().get(`/api/orgs/${org}/products/gateway/devices/gw-0050`).set(admin.auth).expect(404);
 
