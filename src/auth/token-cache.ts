@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { EntityManager } from 'typeorm';
@@ -16,6 +16,11 @@ export const TRUST_WINDOW_MS = 2_000;
  * returns unanswered, a listener that did not answer has stopped trusting its cache (docs/decisions.md).
  */
 export const EVICTION_WAIT_MS = 2_500;
+
+const logger = new Logger('TokenCache');
+
+/** Publishes, inside the revoking transaction, the ids of the tokens (or sessions) it revokes. */
+export type PublishRevocation = (tx: EntityManager, tokenIds: string[]) => Promise<void>;
 
 type TokenMessage =
   | { kind: 'revoked'; revocation: string; tokens: string[] }
@@ -138,6 +143,35 @@ export class TokenCache {
    */
   onRevoked(handler: (tokenIds: ReadonlySet<string>) => void): void {
     this.revokedHandlers.push(handler);
+  }
+
+  /**
+   * A revocation from start to end: `commit(publish)` runs the revoking transaction and calls `publish` in it
+   * with the ids it revokes; once it has committed, waits until every instance has evicted them (or could no
+   * longer trust its cache: their instances stop within TRUST_WINDOW_MS of losing touch, docs/decisions.md).
+   * Nothing is waited for when the transaction fails or publishes nothing. `what` names it in the log.
+   */
+  async revoke<T>(commit: (publish: PublishRevocation) => Promise<T>, what: string): Promise<T> {
+    const revocation = this.startRevocation();
+    let published = false;
+    let result: T;
+    try {
+      result = await commit(async (tx, tokenIds) => {
+        published = true;
+        await revocation.publish(tx, tokenIds);
+      });
+    } catch (err) {
+      revocation.cancel();
+      throw err;
+    }
+    if (!published) {
+      revocation.cancel();
+      return result;
+    }
+    const unanswered = await revocation.evicted();
+    if (unanswered.length > 0)
+      logger.warn({ listenerPids: unanswered }, `${what} not confirmed by every instance`);
+    return result;
   }
 
   /** Starts a revocation: its answers are collected from now on, so none can be missed. */

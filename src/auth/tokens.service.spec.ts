@@ -9,7 +9,7 @@ import {
 } from '../../test/support/unit-fakes';
 import { ErrorCode } from '../common/errors/error-codes';
 import type { TokenRow } from './access.queries';
-import type { TokenCache } from './token-cache';
+import { TokenCache } from './token-cache';
 import { generateUserToken, hashToken } from './token-codec';
 import type { ListedTokenRow } from './tokens.repository';
 import type { TokensRepository } from './tokens.repository';
@@ -61,6 +61,9 @@ function setup() {
     put: jest.fn(),
     delete: jest.fn(),
     startRevocation: jest.fn(() => revocation),
+    revoke: jest.fn((...args: Parameters<TokenCache['revoke']>): Promise<unknown> =>
+      TokenCache.prototype.revoke.apply(cache, args),
+    ),
   };
   const transactions = fakeTransactions();
   const service = new TokensService(fake<TokensRepository>(tokens), transactions, fake<TokenCache>(cache));

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { Created } from '../common/http/created';
@@ -44,7 +44,6 @@ function toView(row: ListedTokenRow): TokenView {
  */
 @Injectable()
 export class TokensService {
-  private readonly logger = new Logger(TokensService.name);
   private readonly lastUsedWrites = new Map<string, number>();
 
   constructor(
@@ -86,22 +85,15 @@ export class TokensService {
 
   /** Revokes every live token of the user (an admin ending a member's credentials); how many. */
   async revokeAllOfUser(userId: string): Promise<number> {
-    const revocation = this.cache.startRevocation();
-    let revoked: string[];
-    try {
-      revoked = await this.transactions.run(async (tx) => {
-        const ids = await this.tokens.revokeAllOfUser(userId, tx);
-        await revocation.publish(tx, ids);
-        return ids;
-      });
-    } catch (err) {
-      revocation.cancel();
-      throw err;
-    }
-    const unanswered = await revocation.evicted();
-    if (unanswered.length > 0) {
-      this.logger.warn({ listenerPids: unanswered }, 'token revocation not confirmed by every instance');
-    }
+    const revoked = await this.cache.revoke(
+      (publish) =>
+        this.transactions.run(async (tx) => {
+          const ids = await this.tokens.revokeAllOfUser(userId, tx);
+          await publish(tx, ids);
+          return ids;
+        }),
+      'token revocation',
+    );
     return revoked.length;
   }
 
@@ -171,32 +163,19 @@ export class TokensService {
    * Revokes the token `selector` selects, NOTIFYing every instance in the same transaction, and returns once
    * every instance has evicted it from its cache (or could no longer trust that cache).
    */
-  private async revokeWhere(selector: TokenSelector): Promise<RevokeOutcome> {
-    const revocation = this.cache.startRevocation();
-    let outcome: RevokeOutcome;
-    try {
-      outcome = await this.transactions.run(async (tx) => {
-        const row = await this.tokens.findForRevocation(selector, tx);
-        if (!row) return 'not found';
-        if (row.revoked_at) return 'already revoked';
-        await this.tokens.markRevoked(row.id, tx);
-        await revocation.publish(tx, [row.id]);
-        return 'revoked';
-      });
-    } catch (err) {
-      revocation.cancel();
-      throw err;
-    }
-    if (outcome !== 'revoked') {
-      revocation.cancel();
-      return outcome;
-    }
-    const unanswered = await revocation.evicted();
-    if (unanswered.length > 0) {
-      // Their instances stop trusting their caches within TRUST_WINDOW_MS of losing touch (docs/decisions.md).
-      this.logger.warn({ listenerPids: unanswered }, 'token revocation not confirmed by every instance');
-    }
-    return outcome;
+  private revokeWhere(selector: TokenSelector): Promise<RevokeOutcome> {
+    return this.cache.revoke(
+      (publish) =>
+        this.transactions.run(async (tx): Promise<RevokeOutcome> => {
+          const row = await this.tokens.findForRevocation(selector, tx);
+          if (!row) return 'not found';
+          if (row.revoked_at) return 'already revoked';
+          await this.tokens.markRevoked(row.id, tx);
+          await publish(tx, [row.id]);
+          return 'revoked';
+        }),
+      'token revocation',
+    );
   }
 
   /** Keeps last_used_at current to the minute without a write per request. */

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { TokenCache } from '../auth/token-cache';
 import type { Actor } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
@@ -38,7 +38,6 @@ function actorOfSession(row: LiveSessionRow): Actor {
  */
 @Injectable()
 export class BrowserSessionAuthenticator {
-  private readonly logger = new Logger(BrowserSessionAuthenticator.name);
   private readonly lastSeenWrites = new Map<string, number>();
   readonly limits: SessionLimits;
 
@@ -73,48 +72,29 @@ export class BrowserSessionAuthenticator {
    * instance has evicted it from its cache (as a token revocation does); false when none matched.
    */
   async end(selector: SessionSelector): Promise<boolean> {
-    const revocation = this.cache.startRevocation();
-    let ended: string | undefined;
-    try {
-      ended = await this.transactions.run(async (tx) => {
-        const id = await this.sessions.delete(selector, tx);
-        if (id !== undefined) await revocation.publish(tx, [sessionTokenId(id)]);
-        return id;
-      });
-    } catch (err) {
-      revocation.cancel();
-      throw err;
-    }
-    if (ended === undefined) {
-      revocation.cancel();
-      return false;
-    }
-    await this.confirmed(revocation, 'browser session end');
-    return true;
-  }
-
-  private async confirmed(revocation: { evicted(): Promise<number[]> }, what: string): Promise<void> {
-    const unanswered = await revocation.evicted();
-    if (unanswered.length > 0) {
-      this.logger.warn({ listenerPids: unanswered }, `${what} not confirmed by every instance`);
-    }
+    const ended = await this.cache.revoke(
+      (publish) =>
+        this.transactions.run(async (tx) => {
+          const id = await this.sessions.delete(selector, tx);
+          if (id !== undefined) await publish(tx, [sessionTokenId(id)]);
+          return id;
+        }),
+      'browser session end',
+    );
+    return ended !== undefined;
   }
 
   /** Ends every browser session of the user; returns once every instance has evicted them from its cache. */
   async endAllOfUser(userId: string): Promise<number> {
-    const revocation = this.cache.startRevocation();
-    let ended: string[];
-    try {
-      ended = await this.transactions.run(async (tx) => {
-        const ids = await this.sessions.deleteAllOfUser(userId, tx);
-        await revocation.publish(tx, ids.map(sessionTokenId));
-        return ids;
-      });
-    } catch (err) {
-      revocation.cancel();
-      throw err;
-    }
-    await this.confirmed(revocation, 'browser sessions end');
+    const ended = await this.cache.revoke(
+      (publish) =>
+        this.transactions.run(async (tx) => {
+          const ids = await this.sessions.deleteAllOfUser(userId, tx);
+          await publish(tx, ids.map(sessionTokenId));
+          return ids;
+        }),
+      'browser sessions end',
+    );
     return ended.length;
   }
 
