@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { FileRange, type FileRangeRequest } from '../common/http/file-request';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { SetsLocation } from '../common/http/created';
@@ -111,13 +112,10 @@ export class ArchivesController {
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
     @Param('uuid') uuid: string,
-    @Req() req: Request,
+    @FileRange() range: FileRangeRequest,
     @Res() res: Response,
   ): Promise<void> {
-    const answer = await this.archives.download(access, product, uuid, {
-      range: req.headers.range,
-      headOnly: req.method === 'HEAD',
-    });
+    const answer = await this.archives.download(access, product, uuid, range);
     await sendStoredFile(res, answer);
   }
 

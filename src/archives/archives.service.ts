@@ -5,16 +5,15 @@ import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
-import { isUniqueViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { UUID_PATTERN } from '../common/values';
 import { InstanceBus } from '../database/instance-bus/instance-bus';
 import { type Tx, Transactions } from '../database/transactions';
 import { DeploymentsService } from '../deployments/deployments.service';
-import { storageUnavailable } from '../firmware/firmware.errors';
 import type { ReceivedFile } from '../firmware/received-file';
 import { FirmwareFileRemover } from '../firmware/storage/firmware-file-remover';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
+import { UploadedFileStore } from '../firmware/storage/uploaded-file-store';
 import {
   answerStoredFile,
   type StoredFileAnswer,
@@ -63,6 +62,7 @@ export class ArchivesService {
     private readonly files: FirmwareFileRemover,
     private readonly audit: AuditService,
     private readonly bus: InstanceBus,
+    private readonly uploads: UploadedFileStore,
   ) {}
 
   async list(access: OrgAccess, productName: string): Promise<{ data: ArchiveView[] }> {
@@ -208,11 +208,8 @@ export class ArchivesService {
     if (await this.archives.existsByUuid(product.id, candidate.uuid)) {
       throw DomainError.invalidField('uuid', ALREADY_TAKEN);
     }
-    await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
-      throw storageUnavailable(err);
-    });
-    try {
-      return await this.transactions.run(async (tx) => {
+    return this.uploads.store(storageKey, file.path, () =>
+      this.transactions.run(async (tx) => {
         await this.archives.lockProductUploads(product.id, tx);
         if (await this.archives.existsByUuid(product.id, candidate.uuid, tx)) {
           throw DomainError.invalidField('uuid', ALREADY_TAKEN);
@@ -247,12 +244,8 @@ export class ArchivesService {
           details: { product: product.name, version: candidate.version, size: file.size },
         });
         return saved;
-      });
-    } catch (err) {
-      await this.files.discard(storageKey);
-      if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', ALREADY_TAKEN);
-      throw err;
-    }
+      }),
+    );
   }
 
   private async find(product: ProductRecord, uuid: string): Promise<Archive> {

@@ -2,6 +2,7 @@ import { Controller, Delete, Get, Param, Post, Req, Res, HttpCode } from '@nestj
 import { SetsLocation } from '../common/http/created';
 import { ApiBody, ApiConsumes, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { FileRange, type FileRangeRequest } from '../common/http/file-request';
 import type { OrgAccess } from '../common/auth/actor';
 import { CurrentAccess, Route } from '../common/auth/decorators';
 import { sendStoredFile } from '../common/http/send-stored-file';
@@ -121,13 +122,10 @@ export class FirmwareController {
     @CurrentAccess() access: OrgAccess,
     @Param('product_name') product: string,
     @Param('uuid') uuid: string,
-    @Req() req: Request,
+    @FileRange() range: FileRangeRequest,
     @Res() res: Response,
   ): Promise<void> {
-    const answer = await this.firmware.download(access, product, uuid, {
-      range: req.headers.range,
-      headOnly: req.method === 'HEAD',
-    });
+    const answer = await this.firmware.download(access, product, uuid, range);
     await sendStoredFile(res, answer);
   }
 

@@ -29,6 +29,7 @@ import { computeMetaUuid } from './fwup';
 import type { ReceivedFile } from './received-file';
 import type { FirmwareFileRemover } from './storage/firmware-file-remover';
 import type { FirmwareStorage } from './storage/firmware-storage';
+import { UploadedFileStore } from './storage/uploaded-file-store';
 
 const SHA = 'ab'.repeat(32);
 const signer = generateFwupKeyPair();
@@ -85,6 +86,7 @@ function setup(target: ProductRecord = product({ allowedUpdateTools: ['fwup', 'a
     fake<FirmwareFileRemover>(files),
     fake<AuditService>(audit),
     fake<FirmwareDeltaRecords>({}),
+    new UploadedFileStore(fake<FirmwareStorage>(storage), fake<FirmwareFileRemover>(files)),
   );
   return { service, firmwares, keys, storage, files, audit };
 }
@@ -282,6 +284,7 @@ describe('FirmwareService.ingest: the order of checks, and the received file rem
       fake<FirmwareFileRemover>(ctx.files),
       fake<AuditService>(ctx.audit),
       fake<FirmwareDeltaRecords>({}),
+      new UploadedFileStore(fake<FirmwareStorage>(ctx.storage), fake<FirmwareFileRemover>(ctx.files)),
     );
     await expect(service.ingest(orgAccess, 'nope', file)).rejects.toThrow('404');
     expect(await exists(file.path)).toBe(false);

@@ -5,7 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../common/errors/messages';
-import { isForeignKeyViolation, isUniqueViolation } from '../common/errors/postgres-errors';
+import { isForeignKeyViolation } from '../common/errors/postgres-errors';
 import { Created, pathSegment } from '../common/http/created';
 import { UUID_PATTERN } from '../common/values';
 import { type Tx, Transactions } from '../database/transactions';
@@ -14,13 +14,14 @@ import type { ProductRecord } from '../products/product-record';
 import { SigningKeysService } from '../signing-keys/signing-keys.service';
 import type { FirmwareDetailView, FirmwareView } from './dto/firmware.dto';
 import type { Firmware } from './firmware.entity';
-import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, storageUnavailable, toolNotAllowed } from './firmware.errors';
+import { FIRMWARE_IN_RELEASE, FIRMWARE_IN_USE, toolNotAllowed } from './firmware.errors';
 import { FILE_EXTENSIONS, inspectFirmware } from './firmware-inspection';
 import { FirmwareDeltaRecords } from './deltas/firmware-delta-records.service';
 import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, type FirmwareTool, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareFileRemover } from './storage/firmware-file-remover';
 import { FirmwareStorage } from './storage/firmware-storage';
+import { UploadedFileStore } from './storage/uploaded-file-store';
 import {
   answerStoredFile,
   type StoredFileAnswer,
@@ -52,6 +53,7 @@ export class FirmwareService {
     private readonly files: FirmwareFileRemover,
     private readonly audit: AuditService,
     private readonly deltas: FirmwareDeltaRecords,
+    private readonly uploads: UploadedFileStore,
   ) {}
 
   async list(access: OrgAccess, productName: string): Promise<{ data: FirmwareView[] }> {
@@ -166,13 +168,8 @@ export class FirmwareService {
     const storageKey = `${product.id}/${candidate.uuid}-${randomBytes(6).toString('hex')}${FILE_EXTENSIONS[tool]}`;
     // Refused early when already taken, before the file goes to the store; checked again under the lock below.
     await this.refuseTaken(product, candidate);
-    // The transfer (seconds for a large file to an object store) happens outside any transaction: no pool
-    // connection or product lock is held meanwhile. Its key is unique, so a refusal below only removes it.
-    await this.storage.adopt(storageKey, file.path).catch((err: unknown) => {
-      throw storageUnavailable(err);
-    });
-    try {
-      return await this.transactions.run(async (tx) => {
+    return this.uploads.store(storageKey, file.path, () =>
+      this.transactions.run(async (tx) => {
         // Serialises uploads to one product so that "version already taken" cannot race.
         await this.firmwares.lockProductUploads(product.id, tx);
         await this.refuseTaken(product, candidate, tx);
@@ -210,12 +207,8 @@ export class FirmwareService {
           details: { product: product.name, version: candidate.version, size: file.size, tool },
         });
         return saved;
-      });
-    } catch (err) {
-      await this.files.discard(storageKey);
-      if (isUniqueViolation(err)) throw DomainError.invalidField('uuid', ALREADY_TAKEN);
-      throw err;
-    }
+      }),
+    );
   }
 
   /** 422 when the product has a firmware of this uuid, or of this version where versions must be unique. */

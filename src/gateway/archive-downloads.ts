@@ -1,6 +1,7 @@
-import { Controller, Get, Inject, Injectable, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Injectable, Param, Res } from '@nestjs/common';
 import { ApiParam, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
+import { SignedLink, type SignedLinkRequest } from '../common/http/file-request';
 import { ArchiveRecordsService } from '../archives/archive-records.service';
 import { Public } from '../common/auth/decorators';
 import { DomainError } from '../common/errors/domain-error';
@@ -77,16 +78,10 @@ export class ArchiveDownloadController {
   async download(
     @Param('archive_id') archiveId: string,
     @Param('file') file: string,
-    @Req() req: Request,
+    @SignedLink() link: SignedLinkRequest,
     @Res() res: Response,
   ): Promise<void> {
-    const query = req.query as Record<string, unknown>;
-    const answer = await this.downloads.open(archiveId, file, {
-      expires: query.expires,
-      signature: query.signature,
-      range: req.headers.range,
-      headOnly: req.method === 'HEAD',
-    });
+    const answer = await this.downloads.open(archiveId, file, link);
     await sendStoredFile(res, answer);
   }
 }

@@ -1,6 +1,7 @@
-import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Param, Res } from '@nestjs/common';
 import { ApiParam, ApiProduces, ApiProperty, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
+import { SignedLink, type SignedLinkRequest } from '../common/http/file-request';
 import type { DeviceAccess } from '../common/auth/actor';
 import { CurrentAccess, Public, Route } from '../common/auth/decorators';
 import { sendStoredFile } from '../common/http/send-stored-file';
@@ -64,16 +65,10 @@ export class FirmwareDownloadController {
   async downloadDelta(
     @Param('delta_id') deltaId: string,
     @Param('file') file: string,
-    @Req() req: Request,
+    @SignedLink() link: SignedLinkRequest,
     @Res() res: Response,
   ): Promise<void> {
-    const query = req.query as Record<string, unknown>;
-    const download = await this.downloads.openDelta(deltaId, file, {
-      expires: query.expires,
-      signature: query.signature,
-      range: req.headers.range,
-      headOnly: req.method === 'HEAD',
-    });
+    const download = await this.downloads.openDelta(deltaId, file, link);
     await sendStoredFile(res, download);
   }
 
@@ -103,16 +98,10 @@ export class FirmwareDownloadController {
   async download(
     @Param('firmware_id') firmwareId: string,
     @Param('file') file: string,
-    @Req() req: Request,
+    @SignedLink() link: SignedLinkRequest,
     @Res() res: Response,
   ): Promise<void> {
-    const query = req.query as Record<string, unknown>;
-    const download = await this.downloads.open(firmwareId, file, {
-      expires: query.expires,
-      signature: query.signature,
-      range: req.headers.range,
-      headOnly: req.method === 'HEAD',
-    });
+    const download = await this.downloads.open(firmwareId, file, link);
     await sendStoredFile(res, download);
   }
 }

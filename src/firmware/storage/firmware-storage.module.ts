@@ -5,6 +5,7 @@ import { FirmwareStorage } from './firmware-storage';
 import { LocalDiskStorage } from './local-disk-storage';
 import { S3Storage } from './s3-storage';
 import { StorageDeletionsRepository } from './storage-deletions.repository';
+import { UploadedFileStore } from './uploaded-file-store';
 
 /** Where firmware files live (FLEETHUB_STORAGE); shared by uploads, downloads and deletions. */
 @Module({
@@ -19,7 +20,8 @@ import { StorageDeletionsRepository } from './storage-deletions.repository';
     },
     StorageDeletionsRepository,
     FirmwareFileRemover,
+    UploadedFileStore,
   ],
-  exports: [FirmwareStorage, FirmwareFileRemover],
+  exports: [FirmwareStorage, FirmwareFileRemover, UploadedFileStore],
 })
 export class FirmwareStorageModule {}
