@@ -1,9 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, errorText } from '../api/client';
 import { navigate, seg } from '../router';
-import { allows } from '../session';
 import { ErrorAlert } from './alert';
 import { ConfirmDialog } from './confirm-dialog';
+import { MoveTargetFields, useMoveTarget } from './move-target';
 
 /**
  * Moves the device to another product, of this organization or of another one the member manages
@@ -12,46 +12,11 @@ import { ConfirmDialog } from './confirm-dialog';
  */
 export function DeviceMove(props: { org: string; product: string; identifier: string }) {
   const { org, product, identifier } = props;
-  const [orgs, setOrgs] = useState<string[] | null>(null);
-  const [targetOrg, setTargetOrg] = useState('');
-  const [products, setProducts] = useState<string[] | null>(null);
-  const [targetProduct, setTargetProduct] = useState('');
+  const target = useMoveTarget(org, product);
+  const { targetOrg, targetProduct, products } = target;
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    let newest = true;
-    void api.GET('/api/orgs').then(({ data }) => {
-      if (!newest) return;
-      const manageable = (data?.data ?? []).filter((o) => allows(o.role, 'manage')).map((o) => o.name);
-      setOrgs(manageable);
-      setTargetOrg(manageable.includes(org) ? org : (manageable[0] ?? ''));
-    });
-    return () => {
-      newest = false;
-    };
-  }, [org]);
-
-  useEffect(() => {
-    setProducts(null);
-    setTargetProduct('');
-    if (targetOrg === '') return;
-    let newest = true;
-    void api
-      .GET('/api/orgs/{org_name}/products', { params: { path: { org_name: targetOrg } } })
-      .then(({ data }) => {
-        if (!newest) return;
-        const names = (data?.data ?? [])
-          .map((p) => p.name)
-          .filter((name) => !(targetOrg === org && name === product));
-        setProducts(names);
-        setTargetProduct(names[0] ?? '');
-      });
-    return () => {
-      newest = false;
-    };
-  }, [org, product, targetOrg]);
 
   const move = async () => {
     setBusy(true);
@@ -81,26 +46,7 @@ export function DeviceMove(props: { org: string; product: string; identifier: st
     >
       <fieldset>
         <legend>Move to another product</legend>
-        <label for="move-org">Organization</label>
-        <select id="move-org" value={targetOrg} onChange={(e) => setTargetOrg(e.currentTarget.value)}>
-          {(orgs ?? []).map((name) => (
-            <option key={name} value={name}>
-              {name}
-            </option>
-          ))}
-        </select>
-        <label for="move-product">Product</label>
-        <select
-          id="move-product"
-          value={targetProduct}
-          onChange={(e) => setTargetProduct(e.currentTarget.value)}
-        >
-          {(products ?? []).map((name) => (
-            <option key={name} value={name}>
-              {name}
-            </option>
-          ))}
-        </select>
+        <MoveTargetFields idPrefix="move" target={target} />
         {products !== null && products.length === 0 && (
           <p class="hint">No other product to move it to in this organization.</p>
         )}

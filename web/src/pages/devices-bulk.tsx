@@ -3,7 +3,7 @@ import { api, errorText } from '../api/client';
 import type { components } from '../api/schema';
 import { ErrorAlert } from '../components/alert';
 import { ConfirmDialog } from '../components/confirm-dialog';
-import { allows } from '../session';
+import { MoveTargetFields, useMoveTarget } from '../components/move-target';
 
 type Firmware = components['schemas']['FirmwareView'];
 type BulkAction = components['schemas']['BulkDevicesDto']['action'];
@@ -96,10 +96,8 @@ export function BulkActions(props: {
   const [tags, setTags] = useState('');
   const [uuid, setUuid] = useState('');
   const [firmware, setFirmware] = useState<Firmware[] | null>(null);
-  const [orgs, setOrgs] = useState<string[] | null>(null);
-  const [targetOrg, setTargetOrg] = useState('');
-  const [products, setProducts] = useState<string[] | null>(null);
-  const [targetProduct, setTargetProduct] = useState('');
+  const target = useMoveTarget(org, product, action === 'move');
+  const { targetOrg, targetProduct } = target;
   const [confirm, setConfirm] = useState<{ count: number } | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -110,34 +108,7 @@ export function BulkActions(props: {
         .GET('/api/orgs/{org_name}/products/{product_name}/firmwares', { params: { path } })
         .then(({ data }) => setFirmware(data ? data.data : []));
     }
-    if (action === 'move' && orgs === null) {
-      void api.GET('/api/orgs').then(({ data }) => {
-        const manageable = (data?.data ?? []).filter((o) => allows(o.role, 'manage')).map((o) => o.name);
-        setOrgs(manageable);
-        setTargetOrg(manageable.includes(org) ? org : (manageable[0] ?? ''));
-      });
-    }
   }, [action]);
-  useEffect(() => {
-    setProducts(null);
-    setTargetProduct('');
-    if (action !== 'move' || targetOrg === '') return;
-    let newest = true;
-    void api
-      .GET('/api/orgs/{org_name}/products', { params: { path: { org_name: targetOrg } } })
-      .then(({ data }) => {
-        if (!newest) return;
-        const names = (data?.data ?? [])
-          .map((p) => p.name)
-          .filter((name) => !(targetOrg === org && name === product));
-        setProducts(names);
-        setTargetProduct(names[0] ?? '');
-      });
-    return () => {
-      newest = false;
-    };
-  }, [action, targetOrg]);
-
   const firmwareLabel = firmware?.find((f) => f.uuid === uuid)?.version ?? uuid;
   const params = { tags, firmware: firmwareLabel, target: `${targetOrg} / ${targetProduct}` };
 
@@ -230,26 +201,7 @@ export function BulkActions(props: {
       )}
       {action === 'move' && (
         <>
-          <label for="bulk-org">Organization</label>
-          <select id="bulk-org" value={targetOrg} onChange={(e) => setTargetOrg(e.currentTarget.value)}>
-            {(orgs ?? []).map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
-          </select>
-          <label for="bulk-product">Product</label>
-          <select
-            id="bulk-product"
-            value={targetProduct}
-            onChange={(e) => setTargetProduct(e.currentTarget.value)}
-          >
-            {(products ?? []).map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
-          </select>
+          <MoveTargetFields idPrefix="bulk" target={target} />
         </>
       )}
       <button type="submit">Apply…</button>
