@@ -1,12 +1,10 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { DatabasePool, type PoolCounts } from '../database/database-pool';
 import { DeviceRecordsService } from '../devices/device-records.service';
 import { FirmwareRecordsService } from '../firmware/firmware-records.service';
-
-/** Route label for requests that matched no route (404s), so that raw paths never become labels. */
-export const UNMATCHED_ROUTE = '<unmatched>';
+import { RouteDurationHistogram } from './route-duration-histogram';
 
 /**
  * Prometheus metrics of this process, in a registry of its own (not prom-client's global one, so that several
@@ -15,7 +13,7 @@ export const UNMATCHED_ROUTE = '<unmatched>';
 @Injectable()
 export class MetricsService implements OnModuleDestroy {
   readonly registry = new Registry();
-  readonly httpDuration: Histogram<'route' | 'method' | 'status'>;
+  readonly httpDuration: RouteDurationHistogram;
   readonly deviceHandshakesRefused: Counter<'reason'>;
   private connectedOverride: number | null = null;
   private deviceConnectQueue: () => Record<string, number> = () => ({});
@@ -26,13 +24,12 @@ export class MetricsService implements OnModuleDestroy {
     private readonly firmwares: FirmwareRecordsService,
   ) {
     collectDefaultMetrics({ register: this.registry });
-    this.httpDuration = new Histogram({
-      name: 'fleethub_http_request_duration_seconds',
-      help: 'HTTP request duration, by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [this.registry],
-    });
+    this.httpDuration = new RouteDurationHistogram(
+      'fleethub_http_request_duration_seconds',
+      'HTTP request duration, by route template, method and status',
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      this.registry,
+    );
     // Each gauge reads its value when scraped (prom-client calls `collect` before rendering).
     const gauge = (name: string, help: string, read: () => number | Promise<number> | undefined) => {
       const metric: Gauge = new Gauge({
@@ -103,20 +100,9 @@ export class MetricsService implements OnModuleDestroy {
     this.deviceConnectQueue = read;
   }
 
-  /**
-   * Times a finished response (trackRequests calls it for every request), labelled by the route template Express
-   * matched (`/api/orgs/:org_name/products`), never by the raw path, so that the number of label values stays
-   * bounded.
-   */
+  /** Times a finished response (trackRequests calls it for every request). */
   readonly observeResponse = (req: Request, res: Response, durationMs: number): void => {
-    const route = (req.route as { path?: unknown } | undefined)?.path;
-    // Nest answers unknown paths from a catch-all route (`/{*path}`): no route of the API has a wildcard.
-    const template =
-      typeof route === 'string' && !route.includes('*') ? `${req.baseUrl}${route}` : UNMATCHED_ROUTE;
-    this.httpDuration.observe(
-      { route: template, method: req.method, status: String(res.statusCode) },
-      durationMs / 1000,
-    );
+    this.httpDuration.observe(req, res.statusCode, durationMs / 1000);
   };
 
   /** The text exposition format. */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import cors from 'cors';
@@ -11,6 +10,8 @@ import { ErrorCode } from '../errors/error-codes';
 import { ASSETS_PATH, CONSOLE_PAGE } from './console-site';
 import { PAGE_STYLE_SOURCE } from './html-page';
 import type { AppLogger } from './logger';
+import { RequestDeadlines } from './request-end';
+import { newRequestId } from './request-id';
 
 /** Headers must arrive within this; a whole request (a firmware upload included) within REQUEST_TIMEOUT_MS. */
 export const HEADERS_TIMEOUT_MS = 20_000;
@@ -179,7 +180,7 @@ export function answerClientErrors(server: Server): void {
     // The request could not be parsed, so there is no caller's id to echo: a new one, as for any response.
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${newRequestId()}\r\n` +
         `Connection: close\r\n\r\n${body}`,
     );
   });
@@ -188,13 +189,10 @@ export function answerClientErrors(server: Server): void {
 /**
  * An API call that has not answered within `timeoutMs` gets the contract's 503 (firmware uploads and
  * downloads excepted, and nothing is done once the response has started). Whatever the handler answers
- * later is discarded. `timeoutMs` 0 disables it. Called for every request before the routes (by trackRequests,
- * which clears the timer returned when the response closes).
+ * later is discarded. `timeoutMs` 0 disables it. Started for every request before the routes by trackRequests,
+ * which ends the deadline when the response closes.
  */
-export function requestTimeout(
-  timeoutMs: number,
-  logger: AppLogger,
-): (req: Request & { id?: string }, res: Response) => NodeJS.Timeout | undefined {
+export function requestTimeout(timeoutMs: number, logger: AppLogger): RequestDeadlines {
   const expire = (req: Request & { id?: string }, res: Response) => {
     if (res.headersSent || res.writableEnded) return;
     const { status, body } = errorBody(
@@ -215,14 +213,9 @@ export function requestTimeout(
     quiet.end = ignore;
     quiet.write = () => true;
   };
-  return (req, res) => {
-    if (
-      timeoutMs <= 0 ||
-      !req.url.startsWith('/api/') ||
-      (req.method === 'POST' && (FIRMWARE_UPLOAD.test(req.path) || DEVICES_BULK.test(req.path)))
-    ) {
-      return undefined;
-    }
-    return setTimeout(expire, timeoutMs, req, res).unref();
-  };
+  // Transfers that may legitimately take minutes, and what is not an API call, have no handler timeout.
+  const applies = (req: Request) =>
+    req.url.startsWith('/api/') &&
+    !(req.method === 'POST' && (FIRMWARE_UPLOAD.test(req.path) || DEVICES_BULK.test(req.path)));
+  return new RequestDeadlines(timeoutMs, applies, expire);
 }
