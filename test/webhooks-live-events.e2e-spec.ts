@@ -31,7 +31,11 @@ class Device {
 
   constructor(readonly identifier: string) {}
 
-  async connect(url: string, uuid = OLD_UUID): Promise<void> {
+  async connect(
+    url: string,
+    uuid = OLD_UUID,
+    version = uuid === OLD_UUID ? '1.0.0' : '2.0.0',
+  ): Promise<void> {
     const client = await DeviceSocketClient.connect(url, { 'x-test-device': this.identifier });
     this.client = client;
     client.ws.on('message', (data: Buffer) => {
@@ -42,7 +46,7 @@ class Device {
     const reply = await client.join('device', {
       nerves_fw_uuid: uuid,
       nerves_fw_product: 'p',
-      nerves_fw_version: uuid === OLD_UUID ? '1.0.0' : '2.0.0',
+      nerves_fw_version: version,
       nerves_fw_platform: 'rpi4',
       nerves_fw_architecture: 'aarch64',
       device_api_version: '2.0.0',
@@ -64,8 +68,11 @@ class Device {
 
 describe('webhooks: live events (connections, update lifecycle, rollout end)', () => {
   const auth = new FakeAuthenticator();
+  const authB = new FakeAuthenticator();
   let t: TestApp;
+  let b: TestApp | null = null;
   let url: string;
+  let urlB: string;
   let admin: TestUser;
   let org: string;
   let product: string;
@@ -86,10 +93,21 @@ describe('webhooks: live events (connections, update lifecycle, rollout end)', (
     org = await t.fixtures.org(admin);
     product = await t.fixtures.product(admin, org);
     newUuid = (await t.fixtures.firmware(admin, org, product, { version: '2.0.0' })).uuid;
+    // A second instance on the same database: devices move between the two.
+    b = await createTestApp(ENV, {
+      databaseUrl: t.databaseUrl,
+      overrides: [
+        { provide: DeviceAuthenticator, useValue: authB },
+        { provide: ORCHESTRATOR_TIMING, useValue: TIMING },
+      ],
+    });
+    authB.db = b.db;
+    urlB = (await listenOnLoopback(b)).url;
   }, 60_000);
 
   afterAll(async () => {
     for (const device of devices) await device.disconnect().catch(() => undefined);
+    await b?.close();
     await t?.close();
     await Promise.all(receivers.map((r) => r.close()));
   });
@@ -206,6 +224,47 @@ describe('webhooks: live events (connections, update lifecycle, rollout end)', (
       ]);
     });
 
+    it('a device moving between instances inside the window sends nothing; its disconnection is sent once', async () => {
+      const device = await newDevice();
+      await device.connect(url);
+      await eventually(
+        async () => about(r, device.identifier),
+        (list) => list.length === 1,
+      );
+      for (let i = 0; i < 10; i++) {
+        await device.disconnect();
+        await device.connect(i % 2 === 0 ? urlB : url);
+      }
+      await sleep(DEBOUNCE_MS + 500);
+      expect(typesAbout(r, device.identifier)).toEqual(['device.connected']);
+      // Both instances sweep: the disconnection is judged by one of them, once.
+      await device.disconnect();
+      await eventually(
+        async () => about(r, device.identifier),
+        (list) => list.length === 2,
+      );
+      await sleep(DEBOUNCE_MS + 500);
+      expect(typesAbout(r, device.identifier)).toEqual(['device.connected', 'device.disconnected']);
+    });
+
+    it('a disconnection pending when its instance stops is sent by another one (no timer in memory)', async () => {
+      const device = await newDevice();
+      await device.connect(urlB);
+      await eventually(
+        async () => about(r, device.identifier),
+        (list) => list.length === 1,
+      );
+      await device.disconnect();
+      await b!.close();
+      b = null;
+      await eventually(
+        async () => about(r, device.identifier),
+        (list) => list.length === 2,
+      );
+      await sleep(DEBOUNCE_MS + 300);
+      expect(typesAbout(r, device.identifier)).toEqual(['device.connected', 'device.disconnected']);
+    });
+
     it('the state sent is kept in PostgreSQL (survives restarts, shared by instances)', async () => {
       const device = await newDevice();
       await device.connect(url);
@@ -312,6 +371,7 @@ describe('webhooks: live events (connections, update lifecycle, rollout end)', (
       }
       const finished = r.ofType('deployment_group.finished');
       expect(finished).toHaveLength(1);
+      await expectRelease2(r, group, fleet);
       expect(finished[0].json).toMatchObject({
         subject: `deployment_group:${product}/${group}`,
         product,
@@ -326,6 +386,43 @@ describe('webhooks: live events (connections, update lifecycle, rollout end)', (
         },
       });
     }, 60_000);
+
+    /** A new release of the group: the devices update again, and the rollout finishes once more (release 2). */
+    async function expectRelease2(r: WebhookReceiver, group: string, fleet: Device[]): Promise<void> {
+      const v3 = (await t.fixtures.firmware(admin, org, product, { version: '3.0.0' })).uuid;
+      for (const device of fleet) device.updates = [];
+      await t
+        .http()
+        .patch(`/api/orgs/${org}/products/${product}/deployments/${group}`)
+        .set(admin.auth)
+        .send({ firmware: v3 })
+        .expect(200);
+      const sent = await eventually(
+        async () => fleet.filter((d) => d.updates.length > 0).length,
+        (n) => n === fleet.length,
+        20_000,
+      );
+      expect(sent).toBe(fleet.length);
+      for (const device of fleet) {
+        await device.disconnect();
+        await device.connect(url, v3, '3.0.0');
+      }
+      const finished = await eventually(
+        async () => r.ofType('deployment_group.finished'),
+        (list) => list.length === 2,
+      );
+      await sleep(500);
+      expect(r.ofType('deployment_group.finished')).toHaveLength(2);
+      expect(finished[1].json.data).toMatchObject({
+        release: 2,
+        firmware_uuid: v3,
+        firmware_version: '3.0.0',
+      });
+      for (const device of fleet) {
+        expect(typesAbout(r, device.identifier).slice(5)).toEqual(['update.started', 'update.completed']);
+        expect(about(r, device.identifier)[5].json.data).toMatchObject({ release: 2, firmware_uuid: v3 });
+      }
+    }
 
     it('a manual upgrade: started and completed, via manual', async () => {
       const r = await receiver(['update.started', 'update.completed']);
