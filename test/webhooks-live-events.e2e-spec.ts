@@ -265,7 +265,7 @@ describe('webhooks: live events (connections, update lifecycle, rollout end)', (
       expect(typesAbout(r, device.identifier)).toEqual(['device.connected', 'device.disconnected']);
     });
 
-    it('the state sent is kept in PostgreSQL (survives restarts, shared by instances)', async () => {
+    it('the state sent is a row in PostgreSQL, judged and no longer pending', async () => {
       const device = await newDevice();
       await device.connect(url);
       await eventually(
