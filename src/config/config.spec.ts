@@ -87,6 +87,7 @@ describe('loadConfig', () => {
       pollMs: 1000,
       retentionDays: 7,
       secretGraceMs: 24 * 3_600_000,
+      connectionDebounceMs: 30_000,
     });
     const webhooks = loadConfig({
       FLEETHUB_WEBHOOK_HTTP_HOSTS: 'Receiver.Local, 127.0.0.1',
@@ -104,12 +105,14 @@ describe('loadConfig', () => {
         FLEETHUB_WEBHOOK_HTTP_HOSTS: 'a b',
         FLEETHUB_WEBHOOK_BACKOFF_BASE_MS: '5000',
         FLEETHUB_WEBHOOK_BACKOFF_MAX_MS: '10',
+        FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC: '-1',
       }),
     ).toThrow(
       'FLEETHUB_WEBHOOK_HTTP_HOSTS must be a comma-separated list of host names (got "a b")\n' +
         '  - FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "10.0.0.0/33")\n' +
         '  - FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "example.com")\n' +
-        '  - FLEETHUB_WEBHOOK_BACKOFF_MAX_MS must be at least FLEETHUB_WEBHOOK_BACKOFF_BASE_MS',
+        '  - FLEETHUB_WEBHOOK_BACKOFF_MAX_MS must be at least FLEETHUB_WEBHOOK_BACKOFF_BASE_MS\n' +
+        '  - FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC must be an integer from 0 to 86400 (got "-1")',
     );
   });
 

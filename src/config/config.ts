@@ -103,6 +103,11 @@ export interface WebhooksConfig {
   retentionDays: number;
   /** After a rotation, the previous secret signs too for this long. */
   secretGraceMs: number;
+  /**
+   * `device.disconnected` is sent only when the device is still disconnected this long after it went (and
+   * `device.connected` only when the last state sent was not connected): a flapping device sends at most one pair.
+   */
+  connectionDebounceMs: number;
 }
 
 export interface BrowserSessionsConfig {
@@ -420,6 +425,8 @@ function webhooksConfig(env: Env, problems: string[]): WebhooksConfig {
     pollMs: integer(env, 'FLEETHUB_WEBHOOK_POLL_MS', 1000, 10, 60_000, problems),
     retentionDays: integer(env, 'FLEETHUB_WEBHOOK_RETENTION_DAYS', 7, 1, 365, problems),
     secretGraceMs: integer(env, 'FLEETHUB_WEBHOOK_SECRET_GRACE_HOURS', 24, 0, 720, problems) * 3_600_000,
+    connectionDebounceMs:
+      integer(env, 'FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC', 30, 0, 86_400, problems) * 1000,
   };
 }
 

@@ -42,7 +42,14 @@ import { SupportScript } from '../scripts/support-script.entity';
 import { DeviceHealth } from '../telemetry/device-health.entity';
 import { NetworkIdentity } from '../telemetry/network-identity.entity';
 import { User } from '../users/user.entity';
-import { Webhook, WebhookDelivery, WebhookDeliveryAttempt, WebhookEvent } from '../webhooks/webhook.entity';
+import {
+  Webhook,
+  WebhookDelivery,
+  WebhookDeliveryAttempt,
+  WebhookDeviceConnection,
+  WebhookEvent,
+  WebhookSettings,
+} from '../webhooks/webhook.entity';
 
 export const ENTITIES = [
   User,
@@ -91,6 +98,8 @@ export const ENTITIES = [
   WebhookEvent,
   WebhookDelivery,
   WebhookDeliveryAttempt,
+  WebhookDeviceConnection,
+  WebhookSettings,
   Archive,
   DeploymentGroupArchive,
 ];

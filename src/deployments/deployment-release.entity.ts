@@ -40,6 +40,13 @@ export class DeploymentRelease {
   @Column({ name: 'failed_count', type: 'integer', default: 0 })
   failedCount: number;
 
+  /**
+   * When every device of the group that takes updates ran this release with none in flight
+   * (`deployment_group.finished` was written then): set once per release.
+   */
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true })
+  finishedAt: Date | null;
+
   @InsertedAtColumn()
   insertedAt: Date;
 

@@ -46,6 +46,13 @@ export class PendingUpdate {
   @Column({ type: 'smallint', nullable: true })
   progress: number | null;
 
+  /**
+   * The highest progress milestone (25, 50 or 75 %) reached since the update was sent (0: none), kept by a
+   * trigger: `update.progress` is written once per milestone and delivery, whatever the device reports.
+   */
+  @Column({ name: 'progress_milestone', type: 'smallint', default: 0 })
+  progressMilestone: number;
+
   @Column({ name: 'status_updated_at', type: 'timestamptz', nullable: true })
   statusUpdatedAt: Date | null;
 

@@ -57,6 +57,22 @@ describe('PresenceService disconnections', () => {
     await presence.stop();
   });
 
+  it('connects again a device whose join began while its disconnection was being written', async () => {
+    let release: () => void = () => undefined;
+    const markDisconnected = jest.fn(() => new Promise<void>((resolve) => (release = resolve)));
+    const markConnectedAgain = jest.fn(async () => undefined);
+    const presence = await startedPresence(markDisconnected, markConnectedAgain);
+    void presence.disconnected('1');
+    const flushed = presence.flushDisconnected();
+    // The join's write runs now; the join ends (joined) only after the disconnection was written.
+    presence.joining('1');
+    release();
+    await flushed;
+    presence.joined('1');
+    expect(markConnectedAgain.mock.calls).toEqual([[['1'], INSTANCE]]);
+    await presence.stop();
+  });
+
   it('writes a batch again when PostgreSQL aborted it as a deadlock victim', async () => {
     const markDisconnected = jest
       .fn()

@@ -115,12 +115,22 @@ export class PresenceService {
   }
 
   /**
+   * The device is joining its `device` channel here (its join's write is about to run): a pending disconnection of
+   * it (an earlier socket) is not written, and one being written now is followed by a connection again. Called
+   * before the write, not after it: the join does more after its write (the deployment group's check), and a
+   * disconnection written meanwhile would otherwise leave a connected device marked disconnected.
+   */
+  joining(deviceId: string): void {
+    this.leaving.delete(deviceId);
+    if (this.leavingInFlight.has(deviceId)) this.rejoinedInFlight.add(deviceId);
+  }
+
+  /**
    * The device joined its `device` channel here, and the join wrote `last_communication`: activity is written
    * again a minute from now (`touch`), and a pending disconnection of it (an earlier socket) is not written.
    */
   joined(deviceId: string): void {
-    this.leaving.delete(deviceId);
-    if (this.leavingInFlight.has(deviceId)) this.rejoinedInFlight.add(deviceId);
+    this.joining(deviceId);
     this.written.set(deviceId, Date.now());
   }
 

@@ -54,8 +54,19 @@ describe('webhook event catalogue', () => {
   });
 
   it('produces every type of the catalogue from some audit action (those emitted elsewhere aside)', () => {
-    // webhook.test: the test route; update.failed and device.penalty_box_entered: the deployment orchestrator.
-    const elsewhere = ['webhook.test', 'update.failed', 'device.penalty_box_entered'];
+    // webhook.test: the test route; update.failed, device.penalty_box_entered and deployment_group.finished: the
+    // deployment orchestrator; connections: WebhookConnectionEvents; the update lifecycle: database triggers.
+    const elsewhere = [
+      'webhook.test',
+      'update.failed',
+      'device.penalty_box_entered',
+      'deployment_group.finished',
+      'device.connected',
+      'device.disconnected',
+      'update.started',
+      'update.progress',
+      'update.completed',
+    ];
     const actions = [
       ['device.create', {}],
       ['device.update', {}],

@@ -25,6 +25,21 @@ const GROUP = { type: 'string', description: "The deployment group's name" } as 
 const EMAIL = { type: 'string', description: "The member's email address" } as const;
 const ROLE = { type: 'string', description: '`view`, `manage` or `admin`' } as const;
 
+const FIRMWARE_UUID = { type: 'string?', description: "The firmware's uuid" } as const;
+const FIRMWARE_VERSION = { type: 'string?', description: "The firmware's version" } as const;
+const UPDATE_DATA = {
+  identifier: IDENTIFIER,
+  product: PRODUCT,
+  firmware_uuid: { type: 'string', description: 'The firmware the device is updated to' },
+  firmware_version: { type: 'string', description: 'Its version' },
+  deployment_group: {
+    type: 'string?',
+    description: 'The deployment group that sent it (null: a manual upgrade)',
+  },
+  release: { type: 'integer?', description: "The number of the group's release (null: a manual upgrade)" },
+  via: { type: 'string', description: '`deployment_group` or `manual`' },
+} as const;
+
 export const EVENT_TYPES: readonly EventTypeDoc[] = [
   {
     type: 'device.created',
@@ -265,6 +280,80 @@ export const EVENT_TYPES: readonly EventTypeDoc[] = [
     description: 'A product was deleted',
     subject: 'product:<name>',
     data: { product: { type: 'string', description: "The product's name" } },
+  },
+  // Live events (device path and orchestrator, written outside the audit trail): connection, update lifecycle,
+  // rollout end. See WebhookConnectionEvents and migrations/1795945722623-WebhookLiveEvents.ts.
+  {
+    type: 'device.connected',
+    version: 1,
+    description:
+      'A device connected, and the last connection state sent for it was not `connected` (a device that ' +
+      'reconnects within FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC sends nothing)',
+    subject: 'device:<identifier>',
+    data: {
+      identifier: IDENTIFIER,
+      product: PRODUCT,
+      firmware_uuid: FIRMWARE_UUID,
+      firmware_version: FIRMWARE_VERSION,
+      connected_at: { type: 'string', description: 'When it connected (UTC)' },
+    },
+  },
+  {
+    type: 'device.disconnected',
+    version: 1,
+    description:
+      'A device disconnected and stayed disconnected for FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC (sent that ' +
+      'long after it went; a flapping device sends at most one pair)',
+    subject: 'device:<identifier>',
+    data: {
+      identifier: IDENTIFIER,
+      product: PRODUCT,
+      firmware_uuid: FIRMWARE_UUID,
+      firmware_version: FIRMWARE_VERSION,
+      disconnected_at: { type: 'string', description: 'When it disconnected (UTC)' },
+    },
+  },
+  {
+    type: 'update.started',
+    version: 1,
+    description:
+      'A device was sent an update (by a deployment group or a manual upgrade); sent again only when the update ' +
+      'is sent anew after a `rescheduled` status',
+    subject: 'device:<identifier>',
+    data: UPDATE_DATA,
+  },
+  {
+    type: 'update.progress',
+    version: 1,
+    description: "A device's update passed 25, 50 or 75 %: each milestone at most once per update sent",
+    subject: 'device:<identifier>',
+    data: {
+      ...UPDATE_DATA,
+      percent: { type: 'integer', description: 'The milestone passed: 25, 50 or 75' },
+    },
+  },
+  {
+    type: 'update.completed',
+    version: 1,
+    description: 'A device that was sent an update came back running its firmware',
+    subject: 'device:<identifier>',
+    data: UPDATE_DATA,
+  },
+  {
+    type: 'deployment_group.finished',
+    version: 1,
+    description:
+      'Every device of a deployment group that takes updates runs its current release, none in flight: sent once ' +
+      'per release',
+    subject: 'deployment_group:<product>/<name>',
+    data: {
+      name: GROUP,
+      product: PRODUCT,
+      release: { type: 'integer', description: 'The number of the release' },
+      firmware_uuid: FIRMWARE_UUID,
+      firmware_version: FIRMWARE_VERSION,
+      devices: { type: 'integer', description: 'The devices of the group' },
+    },
   },
   {
     type: 'webhook.test',

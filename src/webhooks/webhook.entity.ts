@@ -1,4 +1,14 @@
-import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  OneToOne,
+  PrimaryColumn,
+} from 'typeorm';
+import { Device } from '../devices/device.entity';
 import { BigIdColumn, InsertedAtColumn, UpdatedAtColumn } from '../database/columns';
 import { Org } from '../orgs/org.entity';
 
@@ -203,4 +213,55 @@ export class WebhookDeliveryAttempt {
 
   @CreateDateColumn({ name: 'attempted_at', type: 'timestamptz', default: () => 'now()' })
   attemptedAt: Date;
+}
+
+/**
+ * The debounce of `device.connected`/`device.disconnected`: per device, the connection state last sent and the
+ * last change not judged yet. A trigger on `devices` writes a change (in the presence write's transaction, only
+ * for organizations with a webhook that wants these events); WebhookConnectionEvents judges it: at once for a
+ * connection, `FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC` after the change for a disconnection.
+ */
+@Entity('webhook_device_connections')
+@Index('webhook_device_connections_connected_due_idx', ['changedAt'], {
+  where: "pending AND status = 'connected'",
+})
+@Index('webhook_device_connections_disconnected_due_idx', ['changedAt'], {
+  where: "pending AND status = 'disconnected'",
+})
+export class WebhookDeviceConnection {
+  @PrimaryColumn({ name: 'device_id', type: 'bigint' })
+  deviceId: string;
+
+  @OneToOne(() => Device, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'device_id' })
+  device?: Device;
+
+  /** `connected` or `disconnected`: the device's state at its last change. */
+  @Column({ type: 'varchar', length: 16 })
+  status: string;
+
+  @Column({ name: 'changed_at', type: 'timestamptz' })
+  changedAt: Date;
+
+  /** The last change is not judged yet. */
+  @Column({ type: 'boolean', default: true })
+  pending: boolean;
+
+  /** The state last sent (null: none yet). */
+  @Column({ name: 'sent_status', type: 'varchar', length: 16, nullable: true })
+  sentStatus: string | null;
+}
+
+/**
+ * One row (id 1): the outbox settings the triggers that write events need (they cannot read the configuration);
+ * every instance writes its own at start.
+ */
+@Entity('webhook_settings')
+export class WebhookSettings {
+  @PrimaryColumn({ type: 'smallint' })
+  id: number;
+
+  /** FLEETHUB_WEBHOOK_RETRY_HOURS, in milliseconds. */
+  @Column({ name: 'retry_window_ms', type: 'bigint' })
+  retryWindowMs: string;
 }

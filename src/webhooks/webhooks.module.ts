@@ -5,6 +5,8 @@ import { DeviceAuthModule } from '../device-auth/device-auth.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { ProductsModule } from '../products/products.module';
 import { AddressPolicy } from './address-policy';
+import { WebhookConnectionEvents } from './webhook-connection-events';
+import { WebhookConnectionsRepository } from './webhook-connections.repository';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookOutboxModule } from './webhook-outbox.module';
 import { systemResolver, WEBHOOK_RESOLVER } from './webhook-sender';
@@ -12,7 +14,10 @@ import { WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
 import { WEBHOOK_ADDRESS_POLICY, WebhooksService } from './webhooks.service';
 
-/** Webhooks: the API, and the dispatcher that delivers the outbox's events (see WebhookOutbox). */
+/**
+ * Webhooks: the API, the dispatcher that delivers the outbox's events (see WebhookOutbox), and the debounced
+ * connection events (WebhookConnectionEvents).
+ */
 @Module({
   imports: [WebhookOutboxModule, DeviceAuthModule, OrgsModule, ProductsModule, InstanceBusModule],
   controllers: [WebhooksController],
@@ -26,6 +31,8 @@ import { WEBHOOK_ADDRESS_POLICY, WebhooksService } from './webhooks.service';
     WebhooksRepository,
     WebhooksService,
     WebhookDispatcher,
+    WebhookConnectionsRepository,
+    WebhookConnectionEvents,
   ],
   exports: [WebhookDispatcher],
 })

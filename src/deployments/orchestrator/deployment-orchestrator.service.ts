@@ -40,6 +40,9 @@ export const DEFAULT_ORCHESTRATOR_TIMING: OrchestratorTiming = {
   onlineBatchMs: 50,
 };
 
+/** A led group with nothing to claim is checked for `deployment_group.finished` at most this often. */
+const FINISH_CHECK_MS = 60_000;
+
 /** Runs of one group: one at a time, triggers during a run make one more run after it. */
 interface GroupRun {
   timer: NodeJS.Timeout | null;
@@ -63,6 +66,8 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
   private readonly online = new Set<string>();
   /** When this instance last tried to lead a group on a poke. */
   private readonly leadAttempts = new Map<string, number>();
+  /** When this instance last checked a led group for the end of its rollout (outside completions). */
+  private readonly finishChecks = new Map<string, number>();
   private onlineTimer: NodeJS.Timeout | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweepRunning: Promise<void> | null = null;
@@ -230,7 +235,14 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     run.running = true;
     try {
       await this.resendUndelivered(groupId);
-      await this.claim(groupId);
+      const claimed = await this.claim(groupId);
+      // Completions check the end of the rollout; this catches the rest (devices that left the group, or a
+      // release its devices already ran), at most once a minute per group.
+      const lastCheck = this.finishChecks.get(groupId) ?? 0;
+      if (claimed.length === 0 && Date.now() - lastCheck >= FINISH_CHECK_MS) {
+        this.finishChecks.set(groupId, Date.now());
+        await this.finishIfDone(groupId);
+      }
     } catch (err) {
       this.logger.warn({ err, groupId }, 'deployment rollout step failed');
     } finally {
@@ -296,10 +308,43 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
     for (const groupId of groups) await this.poke(groupId);
   }
 
-  /** A device completed its orchestrated update: its attempts are cleared and the group's leader poked. */
+  /**
+   * A device completed its orchestrated update: its attempts are cleared, the group's rollout may have finished,
+   * and the group's leader is poked.
+   */
   private async updateCompleted({ deviceId, groupId, attemptsCleared }: CompletedUpdate): Promise<void> {
     if (!attemptsCleared) await this.devices.clearUpdateAttempts(deviceId);
+    await this.finishIfDone(groupId).catch((err: unknown) =>
+      this.logger.warn({ err, groupId }, 'deployment finish check failed'),
+    );
     await this.poke(groupId);
+  }
+
+  /**
+   * When every device of the group that takes updates runs its current release and none is in flight, the
+   * release is marked finished and `deployment_group.finished` written, in one transaction (once per release).
+   */
+  private async finishIfDone(groupId: string): Promise<void> {
+    await this.transactions.run(async (tx) => {
+      const finished = await this.repo.finishCurrentRelease(groupId, tx);
+      if (!finished) return;
+      this.logger.log(`deployment group ${finished.name}: release ${finished.release_number} finished`);
+      await this.outbox.emit(tx, {
+        orgId: finished.org_id,
+        type: 'deployment_group.finished',
+        product: finished.product,
+        subject: `deployment_group:${finished.product}/${finished.name}`,
+        data: {
+          name: finished.name,
+          product: finished.product,
+          release: finished.release_number,
+          firmware_uuid: finished.firmware_uuid,
+          firmware_version: finished.firmware_version,
+          devices: finished.devices,
+          actor: { type: 'system' },
+        },
+      });
+    });
   }
 
   /**

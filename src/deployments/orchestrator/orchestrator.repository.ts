@@ -35,6 +35,17 @@ export interface PausedGroup {
   paused_reason: string;
 }
 
+/** A release all of whose group's devices run it: what `deployment_group.finished` says. */
+export interface FinishedRelease {
+  org_id: string;
+  name: string;
+  product: string;
+  release_number: number;
+  firmware_uuid: string;
+  firmware_version: string;
+  devices: number;
+}
+
 /** The deployment orchestrator's statements over deployment_groups and deployment_releases. */
 @Injectable()
 export class DeploymentOrchestratorRepository {
@@ -107,6 +118,36 @@ export class DeploymentOrchestratorRepository {
           AND r.failed_count >= g.failure_threshold
        RETURNING g.id, g.org_id, g.name, g.product_id, r.number AS release_number, r.failed_count, g.paused_reason`,
       [releaseId, count],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * Marks the group's current release finished, once, when the group has devices, every one of them that takes
+   * updates runs the release's firmware and none has an update of the group in flight; answers it then, else
+   * null. Concurrent callers: the release row's lock lets one of them mark it. The member scan stops at the
+   * first device behind (cheap while a rollout runs); it is a full scan of the group only when it finishes.
+   */
+  async finishCurrentRelease(groupId: string, tx: Queryable): Promise<FinishedRelease | null> {
+    const [[row]] = await tx.query<[FinishedRelease[], number]>(
+      `WITH g AS (
+         SELECT g.id, g.org_id, g.name, g.product_id, g.current_release_id FROM deployment_groups g
+          WHERE g.id = $1 AND g.current_release_id IS NOT NULL
+       )
+       UPDATE deployment_releases r SET finished_at = now(), updated_at = now()
+         FROM g, firmwares f, products p
+        WHERE r.id = g.current_release_id AND r.finished_at IS NULL AND f.id = r.firmware_id
+          AND p.id = g.product_id
+          AND EXISTS (SELECT 1 FROM deployment_group_members m WHERE m.deployment_group_id = g.id)
+          AND NOT EXISTS (SELECT 1 FROM pending_updates pu WHERE pu.deployment_group_id = g.id)
+          AND NOT EXISTS (
+                SELECT 1 FROM deployment_group_members m JOIN devices d ON d.id = m.device_id
+                 WHERE m.deployment_group_id = g.id AND d.updates_enabled
+                   AND (d.firmware_metadata->>'uuid') IS DISTINCT FROM f.uuid::text)
+       RETURNING g.org_id, g.name, p.name AS product, r.number AS release_number, f.uuid::text AS firmware_uuid,
+                 f.version AS firmware_version,
+                 (SELECT count(*)::int FROM deployment_group_members m WHERE m.deployment_group_id = g.id) AS devices`,
+      [groupId],
     );
     return row ?? null;
   }

@@ -41,6 +41,7 @@ export class DeviceChannel {
     const wantsKeys = params.fwup_public_keys === 'on_connect' || params.archive_public_keys === 'on_connect';
     // One statement: the metadata and presence written, the public keys and the pending update read.
     let joined: Awaited<ReturnType<DeviceLinkService['joinDevice']>>;
+    this.presence.joining(conn.deviceId);
     try {
       joined = await this.admission.run(() =>
         this.link.joinDevice(conn.device, metadata, this.bus.instanceId, wantsKeys),
