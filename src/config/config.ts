@@ -103,6 +103,13 @@ export interface WebhooksConfig {
   retentionDays: number;
   /** After a rotation, the previous secret signs too for this long. */
   secretGraceMs: number;
+  /**
+   * Deliveries per second one instance starts to one endpoint (a token bucket holding one second's worth);
+   * 0: no limit.
+   */
+  ratePerSecond: number;
+  /** `certificate.expiring` is sent once for a certificate that expires within this many days. */
+  certExpiryDays: number;
 }
 
 export interface BrowserSessionsConfig {
@@ -420,6 +427,8 @@ function webhooksConfig(env: Env, problems: string[]): WebhooksConfig {
     pollMs: integer(env, 'FLEETHUB_WEBHOOK_POLL_MS', 1000, 10, 60_000, problems),
     retentionDays: integer(env, 'FLEETHUB_WEBHOOK_RETENTION_DAYS', 7, 1, 365, problems),
     secretGraceMs: integer(env, 'FLEETHUB_WEBHOOK_SECRET_GRACE_HOURS', 24, 0, 720, problems) * 3_600_000,
+    ratePerSecond: integer(env, 'FLEETHUB_WEBHOOK_RATE_PER_SEC', 50, 0, 100_000, problems),
+    certExpiryDays: integer(env, 'FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS', 30, 1, 3650, problems),
   };
 }
 
