@@ -26,7 +26,7 @@ import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
 import { Webhooks1795937034619 } from './1795937034619-Webhooks';
 import { FirmwareDeltas1795937097905 } from './1795937097905-FirmwareDeltas';
 import { Archives1795938194590 } from './1795938194590-Archives';
-import { CertificateExpiryNotices1795945685886 } from './1795945685886-CertificateExpiryNotices';
+import { WebhookFleetEvents1795945685886 } from './1795945685886-WebhookFleetEvents';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -58,5 +58,5 @@ export const MIGRATIONS: Function[] = [
   Webhooks1795937034619,
   FirmwareDeltas1795937097905,
   Archives1795938194590,
-  CertificateExpiryNotices1795945685886,
+  WebhookFleetEvents1795945685886,
 ];

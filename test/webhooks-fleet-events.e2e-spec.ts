@@ -370,6 +370,7 @@ describe('webhook events of the fleet: bulk changes, imports, health alarms, cer
 });
 
 describe('webhook rate limit per endpoint', () => {
+  /** The busy endpoint's own limit; the server's default (FLEETHUB_WEBHOOK_RATE_PER_SEC) is 2, the quiet one's 1000. */
   const RATE = 5;
   let t: TestApp;
   let admin: TestUser;
@@ -378,7 +379,7 @@ describe('webhook rate limit per endpoint', () => {
 
   beforeAll(async () => {
     ({ t, admin, org } = await orgScenario({
-      env: { ...LOOPBACK_ALLOWED, FLEETHUB_WEBHOOK_RATE_PER_SEC: String(RATE) },
+      env: { ...LOOPBACK_ALLOWED, FLEETHUB_WEBHOOK_RATE_PER_SEC: '2' },
     }));
   });
   afterAll(async () => {
@@ -387,9 +388,9 @@ describe('webhook rate limit per endpoint', () => {
   });
 
   it("holds one endpoint to its rate while another endpoint's events go at once", async () => {
-    const [busy, quiet] = [new WebhookReceiver(), new WebhookReceiver()];
-    receivers.push(busy, quiet);
-    await Promise.all([busy.start(), quiet.start()]);
+    const [busy, quiet, defaulted] = [new WebhookReceiver(), new WebhookReceiver(), new WebhookReceiver()];
+    receivers.push(busy, quiet, defaulted);
+    await Promise.all([busy.start(), quiet.start(), defaulted.start()]);
     const [loud, calm] = [unique('loud-'), unique('calm-')];
     await t.fixtures.product(admin, org, loud);
     await t.fixtures.product(admin, org, calm);
@@ -397,15 +398,16 @@ describe('webhook rate limit per endpoint', () => {
     for (let i = 0; i < 3; i++) calmDevices.push(await t.fixtures.device(admin, org, calm, unique('c-')));
     const N = 25;
     for (let i = 0; i < N; i++) await t.fixtures.device(admin, org, loud, unique('l-'));
-    for (const [r, product] of [
-      [busy, loud],
-      [quiet, calm],
+    for (const [r, product, rate] of [
+      [busy, loud, RATE],
+      [quiet, calm, 1000],
+      [defaulted, calm, null],
     ] as const)
       await t
         .http()
         .post(`/api/orgs/${org}/webhooks`)
         .set(admin.auth)
-        .send({ url: r.url(), event_types: ['device.updated'], product })
+        .send({ url: r.url(), event_types: ['device.updated'], product, rate_limit_per_second: rate })
         .expect(201);
 
     const started = Date.now();
@@ -432,6 +434,14 @@ describe('webhook rate limit per endpoint', () => {
     const quietDone = Math.max(...quiet.received.map((r) => r.at)) - quietStart;
     expect(quietDone).toBeLessThan(1000);
     expect(busy.received.length).toBeLessThan(N);
+    // Without a limit of its own, the server's 2 per second: two at once, the third half a second later.
+    await eventually(
+      () => defaulted.received.length,
+      (n) => n >= 3,
+      5000,
+    );
+    const defaultedTimes = defaulted.received.map((r) => r.at).sort((a, b) => a - b);
+    expect(defaultedTimes[2] - defaultedTimes[0]).toBeGreaterThanOrEqual(400);
 
     await eventually(
       () => busy.received.length,

@@ -40,9 +40,10 @@ const LEASE_MARGIN_MS = 5_000;
  * with a lease), so instances share them without sending one twice at once, and a killed instance's claims lapse
  * and are taken again (at least once). Only the first pending delivery of a (webhook, subject) is claimable, so
  * one subject's events arrive in order. At most `concurrencyPerEndpoint` attempts per endpoint run here at
- * once, out of `concurrencyTotal`: a slow endpoint holds its own slots, never the others'. At most `ratePerSecond`
- * attempts per endpoint start here per second (EndpointRateLimit): a claim skips the endpoints without a token, so
- * a throttled endpoint's backlog waits in PostgreSQL while the others' deliveries go on.
+ * once, out of `concurrencyTotal`: a slow endpoint holds its own slots, never the others'. At most the webhook's
+ * `rate_limit_per_second` (or the server's `ratePerSecond`) attempts per endpoint start here per second
+ * (EndpointRateLimit): a claim skips the endpoints without a token, so a throttled endpoint's backlog waits in
+ * PostgreSQL while the others' deliveries go on.
  */
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -76,7 +77,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     @Inject(WEBHOOK_RESOLVER) resolver: WebhookResolver,
   ) {
     this.sender = new WebhookSender(policy, resolver, config.webhooks.timeoutMs);
-    this.rateLimit = new EndpointRateLimit(config.webhooks.ratePerSecond);
+    this.rateLimit = new EndpointRateLimit();
     bus.subscribe(WEBHOOKS_CHANNEL, () => this.kick());
     const registers = [metrics.registry];
     this.attempts = new Counter({
@@ -185,7 +186,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       for (const delivery of claimed) {
         const webhookId = String(delivery.webhook_id);
         const busy = this.inFlight.get(webhookId) ?? 0;
-        if (busy >= concurrencyPerEndpoint || !this.rateLimit.take(webhookId)) {
+        const rate = delivery.rate_limit_per_second ?? this.config.webhooks.ratePerSecond;
+        if (busy >= concurrencyPerEndpoint || !this.rateLimit.take(webhookId, rate)) {
           surplus.push(delivery.id);
           continue;
         }

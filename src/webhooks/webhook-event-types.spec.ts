@@ -56,6 +56,8 @@ describe('webhook event catalogue', () => {
   it('produces every type of the catalogue from some audit action (those emitted elsewhere aside)', () => {
     // webhook.test: the test route; update.failed and device.penalty_box_entered: the deployment orchestrator.
     const elsewhere = ['webhook.test', 'update.failed', 'device.penalty_box_entered'];
+    // health.*: written with the health reports that raise or clear alarms; certificate.expiring: the expiry scan.
+    elsewhere.push('health.alarm_raised', 'health.alarm_cleared', 'certificate.expiring');
     const actions = [
       ['device.create', {}],
       ['device.update', {}],

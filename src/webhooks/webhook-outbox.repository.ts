@@ -22,6 +22,8 @@ export interface ClaimedDelivery {
   data: Record<string, unknown>;
   occurred_at: Date;
   url: string;
+  /** The webhook's own rate limit (null: the server's). */
+  rate_limit_per_second: number | null;
   secret_encrypted: Buffer;
   previous_secret_encrypted: Buffer | null;
 }
@@ -276,7 +278,7 @@ export class WebhookOutboxRepository {
          RETURNING d.id, d.webhook_id, d.event_seq, d.attempts
        )
        SELECT c.id, c.webhook_id, c.attempts, e.event_id, e.type, e.org_id, e.product, e.subject, e.data,
-              e.occurred_at, w.url, w.secret_encrypted,
+              e.occurred_at, w.url, w.rate_limit_per_second, w.secret_encrypted,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_encrypted END
                 AS previous_secret_encrypted
          FROM claimed c
