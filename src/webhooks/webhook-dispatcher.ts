@@ -34,6 +34,17 @@ const RETENTION_INTERVAL_MS = 10 * 60_000;
 const RETENTION_BATCH = 5000;
 /** A claim outlives the attempt's deadline by this much; an instance that died lets it lapse. */
 const LEASE_MARGIN_MS = 5_000;
+/** Successes are recorded together: as soon as this many wait, or this long after the first. */
+const SUCCESS_BATCH = 100;
+const SUCCESS_BATCH_WAIT_MS = 2;
+
+interface PendingSuccess {
+  id: string;
+  token: string;
+  result: AttemptResult;
+  recorded: (done: boolean) => void;
+  failed: (err: unknown) => void;
+}
 
 /**
  * Sends the outbox's deliveries. Every instance runs one: it claims due deliveries in PostgreSQL (SKIP LOCKED,
@@ -54,6 +65,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
   private readonly orgNames = new Map<string, string>();
   private readonly rateLimit: EndpointRateLimit;
   private rateTimer: NodeJS.Timeout | null = null;
+  private successes: PendingSuccess[] = [];
+  private successTimer: NodeJS.Timeout | null = null;
   private total = 0;
   private pumping = false;
   private pumpAgain = false;
@@ -259,12 +272,37 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
+  /**
+   * Records a success with the others that end within SUCCESS_BATCH_WAIT_MS (one statement for them all, not one
+   * round trip each); true when it was recorded (false: the lease was lost meanwhile). Its subject's next event
+   * becomes claimable once it is recorded, so the wait delays it by at most those milliseconds.
+   */
+  private recordSuccess(id: string, token: string, result: AttemptResult): Promise<boolean> {
+    return new Promise((recorded, failed) => {
+      this.successes.push({ id, token, result, recorded, failed });
+      if (this.successes.length >= SUCCESS_BATCH) this.flushSuccesses();
+      else this.successTimer ??= setTimeout(() => this.flushSuccesses(), SUCCESS_BATCH_WAIT_MS);
+    });
+  }
+
+  private flushSuccesses(): void {
+    if (this.successTimer) clearTimeout(this.successTimer);
+    this.successTimer = null;
+    const batch = this.successes;
+    this.successes = [];
+    if (batch.length === 0) return;
+    this.outbox.recordSuccesses(batch).then(
+      (recorded) => batch.forEach((success) => success.recorded(recorded.has(success.id))),
+      (err: unknown) => batch.forEach((success) => success.failed(err)),
+    );
+  }
+
   private async record(delivery: ClaimedDelivery, token: string, result: AttemptResult): Promise<void> {
     this.attemptDuration.observe(result.latencyMs / 1000);
     const succeeded = result.status !== null && result.status >= 200 && result.status < 300;
     this.attempts.inc({ result: succeeded ? 'succeeded' : 'failed' });
     if (succeeded) {
-      if (await this.outbox.recordSuccess(delivery.id, token, result))
+      if (await this.recordSuccess(delivery.id, token, result))
         this.deliveryLatency.observe((Date.now() - delivery.occurred_at.getTime()) / 1000);
       return;
     }

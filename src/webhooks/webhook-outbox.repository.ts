@@ -299,26 +299,41 @@ export class WebhookOutboxRepository {
     );
   }
 
-  /** A 2xx: the delivery is done; the endpoint's failure streak ends. False when the lease was lost meanwhile. */
-  async recordSuccess(id: string, token: string, result: AttemptResult): Promise<boolean> {
+  /**
+   * 2xx answers, several at once (one statement): each delivery is done, its attempt logged, and its endpoint's
+   * failure streak ends. Answers the ids recorded; one whose lease was lost meanwhile is not among them.
+   */
+  async recordSuccesses(
+    successes: readonly { id: string; token: string; result: AttemptResult }[],
+  ): Promise<Set<string>> {
     const rows = await this.db.query<{ id: string }[]>(
-      `WITH d AS (
-         UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, lease_until = NULL,
+      `WITH input AS (
+         SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::int[], $5::text[])
+           AS i(id, token, status, latency_ms, excerpt)
+       ), d AS (
+         UPDATE webhook_deliveries d SET state = 'delivered', attempts = d.attempts + 1, lease_until = NULL,
                 lease_token = NULL, completed_at = now()
-          WHERE id = $1 AND lease_token = $2
-         RETURNING id, webhook_id, attempts
+           FROM input i WHERE d.id = i.id AND d.lease_token = i.token
+         RETURNING d.id, d.webhook_id, d.attempts
        ), a AS (
          INSERT INTO webhook_delivery_attempts
            (delivery_id, webhook_id, attempt, response_status, succeeded, error, latency_ms, response_excerpt)
-         SELECT id, webhook_id, attempts, $3::int, true, NULL, $4::int, $5::text FROM d
+         SELECT d.id, d.webhook_id, d.attempts, i.status, true, NULL, i.latency_ms, i.excerpt
+           FROM d JOIN input i ON i.id = d.id
        ), w AS (
          UPDATE webhooks w SET consecutive_failures = 0, failing_since = NULL
-           FROM d WHERE w.id = d.webhook_id AND w.consecutive_failures <> 0
+          WHERE w.id IN (SELECT webhook_id FROM d) AND w.consecutive_failures <> 0
        )
-       SELECT id FROM d`,
-      [id, token, result.status, result.latencyMs, result.excerpt],
+       SELECT id::text AS id FROM d`,
+      [
+        successes.map((s) => s.id),
+        successes.map((s) => s.token),
+        successes.map((s) => s.result.status),
+        successes.map((s) => s.result.latencyMs),
+        successes.map((s) => s.result.excerpt),
+      ],
     );
-    return rows.length > 0;
+    return new Set(rows.map((row) => String(row.id)));
   }
 
   /**
