@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
@@ -13,7 +12,7 @@ import { DeploymentsService } from '../deployments/deployments.service';
 import type { ReceivedFile } from '../firmware/received-file';
 import { FirmwareFileRemover } from '../firmware/storage/firmware-file-remover';
 import { FirmwareStorage } from '../firmware/storage/firmware-storage';
-import { UploadedFileStore } from '../firmware/storage/uploaded-file-store';
+import { consumingUpload, UploadedFileStore } from '../firmware/storage/uploaded-file-store';
 import {
   answerStoredFile,
   type StoredFileAnswer,
@@ -126,16 +125,14 @@ export class ArchivesService {
     productName: string,
     file: ReceivedFile,
   ): Promise<Created<{ data: ArchiveView }>> {
-    try {
+    return consumingUpload(file, async () => {
       const product = await this.products.findInOrg(access, productName);
       const archive = await this.validateAndStore(access, product, file);
       return new Created(
         `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/archives/${archive.uuid}`,
         { data: archiveView(archive, product.name) },
       );
-    } finally {
-      await rm(file.path, { force: true });
-    }
+    });
   }
 
   /** The archive attached to the group (null when none). */

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { AuditService } from '../audit/audit.service';
 import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
@@ -21,7 +20,7 @@ import { FirmwaresRepository } from './firmwares.repository';
 import { detectFileFormat, type FirmwareTool, UNRECOGNISED_FORMAT } from './formats/detect-format';
 import { FirmwareFileRemover } from './storage/firmware-file-remover';
 import { FirmwareStorage } from './storage/firmware-storage';
-import { UploadedFileStore } from './storage/uploaded-file-store';
+import { consumingUpload, UploadedFileStore } from './storage/uploaded-file-store';
 import {
   answerStoredFile,
   type StoredFileAnswer,
@@ -140,16 +139,14 @@ export class FirmwareService {
     productName: string,
     file: ReceivedFile,
   ): Promise<Created<{ data: FirmwareView }>> {
-    try {
+    return consumingUpload(file, async () => {
       const product = await this.products.findInOrg(access, productName);
       const firmware = await this.validateAndStore(access, product, file);
       return new Created(
         `/api/orgs/${pathSegment(access.orgName)}/products/${pathSegment(product.name)}/firmwares/${firmware.uuid}`,
         { data: firmwareView(firmware, product.name) },
       );
-    } finally {
-      await rm(file.path, { force: true });
-    }
+    });
   }
 
   private async validateAndStore(

@@ -1,10 +1,24 @@
 import { Injectable } from '@nestjs/common';
+import { rm } from 'node:fs/promises';
 import { DomainError } from '../../common/errors/domain-error';
 import { ALREADY_TAKEN } from '../../common/errors/messages';
 import { isUniqueViolation } from '../../common/errors/postgres-errors';
 import { storageUnavailable } from '../firmware.errors';
+import type { ReceivedFile } from '../received-file';
 import { FirmwareFileRemover } from './firmware-file-remover';
 import { FirmwareStorage } from './firmware-storage';
+
+/**
+ * Runs `work` on a received upload, then removes its temporary file whatever happened (the store has adopted it
+ * by then, or it was refused).
+ */
+export async function consumingUpload<T>(file: ReceivedFile, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } finally {
+    await rm(file.path, { force: true });
+  }
+}
 
 /** An upload's way into the store, shared by firmware and archives. */
 @Injectable()
