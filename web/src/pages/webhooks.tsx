@@ -119,8 +119,13 @@ function EventTypesField(props: {
         families(catalogue).map(([family, types]) => {
           const wildcard = `${family}.*`;
           return (
-            <div key={family} class="event-family" role="group" aria-labelledby={`${idPrefix}-${family}`}>
-              <label class="check" id={`${idPrefix}-${family}`}>
+            <div
+              key={family}
+              class="event-family"
+              role="group"
+              aria-labelledby={`${idPrefix}-family-${family}`}
+            >
+              <label class="check" id={`${idPrefix}-family-${family}`}>
                 <input
                   type="checkbox"
                   checked={chosen.has(wildcard)}
@@ -335,9 +340,8 @@ export function Webhooks({ org, role }: { org: string; role: Role | undefined })
     <>
       <h1>Webhooks</h1>
       <p class="hint">
-        fleethub POSTs the organization's events (devices, updates, deployment groups, firmware, health,
-        certificates, members) to these URLs, signed as Standard Webhooks define, at least once and in order
-        per device.
+        fleethub POSTs the organization's events (the event types below) to these URLs, signed as Standard
+        Webhooks define, at least once and in order per subject.
       </p>
       {!canManage && <p>The organization's webhooks are shown to its members with the manage role.</p>}
       <ErrorAlert message={error} />
