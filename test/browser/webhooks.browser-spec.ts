@@ -68,6 +68,7 @@ describe('the console: webhooks in Chromium', () => {
   it('creates a webhook (its secret shown once), sends a test event the receiver gets and the log shows, redelivers it, rotates the secret, disables and deletes it', async () => {
     const problems: string[] = [];
     const context = await browser.newContext({ viewport: VIEWPORT });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
     const page = await watchedPage(context, problems);
     await signIn(page, url, admin);
     await page.getByRole('link', { name: 'Webhooks' }).click();
@@ -105,6 +106,9 @@ describe('the console: webhooks in Chromium', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'console-webhooks');
     // Shown once: gone after Done, and not in what the API lists.
+    await created.getByRole('button', { name: 'Copy the secret' }).click();
+    await created.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
     await created.getByRole('button', { name: 'Done' }).click();
     expect(await page.getByText(secret).count()).toBe(0);
     expect(JSON.stringify(await webhooks())).not.toContain(secret);
@@ -180,7 +184,7 @@ describe('the console: webhooks in Chromium', () => {
     // Disabled (the reason names who), enabled again.
     await page.getByRole('button', { name: 'Disable' }).click();
     await page.getByRole('status').filter({ hasText: 'Webhook disabled.' }).waitFor();
-    await page.getByText(`disabled: disabled by ${admin.user.email}`).waitFor();
+    await page.getByText(`disabled by ${admin.user.email}`, { exact: true }).waitFor();
     expect((await webhooks())[0]).toMatchObject({
       enabled: false,
       disabled_reason: `disabled by ${admin.user.email}`,

@@ -47,7 +47,8 @@ function describeEvents(eventTypes: string[]): string {
 
 function stateOf(webhook: Webhook): string {
   if (webhook.enabled) return 'enabled';
-  return webhook.disabled_reason === null ? 'disabled' : `disabled: ${webhook.disabled_reason}`;
+  // The reason says it: "disabled by <email>", or "disabled by fleethub: <the failures>".
+  return webhook.disabled_reason ?? 'disabled';
 }
 
 /** The event catalogue (`GET .../webhooks/event_types`, readable by every member), without the test event. */
