@@ -16,6 +16,10 @@ const LOOPBACK_ALLOWED = {
   FLEETHUB_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
   FLEETHUB_WEBHOOK_POLL_MS: '50',
   FLEETHUB_WEBHOOK_TIMEOUT_MS: '3000',
+  FLEETHUB_WEBHOOK_BACKOFF_BASE_MS: '40',
+  FLEETHUB_WEBHOOK_BACKOFF_MAX_MS: '160',
+  FLEETHUB_WEBHOOK_DISABLE_AFTER_FAILURES: '3',
+  FLEETHUB_WEBHOOK_DISABLE_AFTER_HOURS: '0',
   FLEETHUB_RATE_LIMIT_API_PER_MIN: '0',
 };
 
@@ -267,5 +271,54 @@ describe('the console: webhooks in Chromium', () => {
     expect(await webhooks()).toHaveLength(1);
     expect(problems).toEqual([]);
     await context.close();
+  });
+
+  it('shows why fleethub disabled a webhook that kept failing, and its failed attempts in the log', async () => {
+    const failing = await new WebhookReceiver().start();
+    failing.answer = () => ({ status: 500, body: 'down for maintenance' });
+    try {
+      const made = await t
+        .http()
+        .post(`/api/orgs/${org}/webhooks`)
+        .set(admin.auth)
+        .send({ url: failing.url('/failing'), event_types: ['member.*'] })
+        .expect(201);
+      const id = made.body.data.id as string;
+      await t.http().post(`/api/orgs/${org}/webhooks/${id}/test`).set(admin.auth).expect(202);
+      const shown = await eventually(
+        async () =>
+          (await t.http().get(`/api/orgs/${org}/webhooks/${id}`).set(admin.auth)).body.data as {
+            enabled: boolean;
+            disabled_reason: string | null;
+          },
+        (data) => !data.enabled,
+      );
+      expect(shown.disabled_reason).toMatch(/^disabled by fleethub: 3 failed attempts in a row/);
+
+      const problems: string[] = [];
+      const context = await browser.newContext({ viewport: VIEWPORT });
+      const page = await watchedPage(context, problems);
+      await signIn(page, url, admin);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      const row = page.getByRole('row', { name: new RegExp(failing.url('/failing')) });
+      await row.getByRole('cell', { name: shown.disabled_reason! }).waitFor();
+      await row.getByRole('cell', { name: 'every member event' }).waitFor();
+      await row.getByRole('link', { name: failing.url('/failing') }).click();
+      // At least the three failed attempts that disabled it.
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^\d+ attempts$/ })
+        .waitFor();
+      expect(await page.getByRole('cell', { name: 'failed (HTTP 500)' }).count()).toBeGreaterThanOrEqual(3);
+      expect(await page.getByRole('cell', { name: 'down for maintenance' }).count()).toBeGreaterThanOrEqual(
+        3,
+      );
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      expect(problems).toEqual([]);
+      await context.close();
+    } finally {
+      await failing.close();
+    }
   });
 });
