@@ -304,7 +304,7 @@ describe('the console: webhooks in Chromium', () => {
       await row.getByRole('cell', { name: shown.disabled_reason! }).waitFor();
       await row.getByRole('cell', { name: 'every member event' }).waitFor();
       await row.getByRole('link', { name: failing.url('/failing') }).click();
-      // At least the three failed attempts that disabled it.
+      // At least the three failures that disabled it (a test event is retried even to a disabled webhook).
       await page
         .getByRole('status')
         .filter({ hasText: /^\d+ attempts$/ })
