@@ -26,6 +26,7 @@ import { SingleSignOn1795936223648 } from './1795936223648-SingleSignOn';
 import { Webhooks1795937034619 } from './1795937034619-Webhooks';
 import { FirmwareDeltas1795937097905 } from './1795937097905-FirmwareDeltas';
 import { Archives1795938194590 } from './1795938194590-Archives';
+import { WebhookFleetEvents1795945685886 } from './1795945685886-WebhookFleetEvents';
 import { WebhookLiveEvents1795945722623 } from './1795945722623-WebhookLiveEvents';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
@@ -58,5 +59,6 @@ export const MIGRATIONS: Function[] = [
   Webhooks1795937034619,
   FirmwareDeltas1795937097905,
   Archives1795938194590,
+  WebhookFleetEvents1795945685886,
   WebhookLiveEvents1795945722623,
 ];

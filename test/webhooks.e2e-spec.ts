@@ -84,6 +84,7 @@ describe('webhooks', () => {
         event_types: ['device.*', 'member.added'],
         product: null,
         enabled: true,
+        rate_limit_per_second: null,
         disabled_reason: null,
         disabled_at: null,
         previous_secret_expires_at: null,
@@ -117,6 +118,20 @@ describe('webhooks', () => {
         .send({ enabled: true })
         .expect(200);
       expect(enabled.body.data).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null });
+      const limited = await t
+        .http()
+        .patch(`${base()}/${id}`)
+        .set(admin.auth)
+        .send({ rate_limit_per_second: 20 })
+        .expect(200);
+      expect(limited.body.data).toMatchObject({ rate_limit_per_second: 20, event_types: ['*'] });
+      const unlimited = await t
+        .http()
+        .patch(`${base()}/${id}`)
+        .set(admin.auth)
+        .send({ rate_limit_per_second: null })
+        .expect(200);
+      expect(unlimited.body.data).toMatchObject({ rate_limit_per_second: null });
 
       await t.http().delete(`${base()}/${id}`).set(admin.auth).expect(204);
       await t.http().get(`${base()}/${id}`).set(admin.auth).expect(404, NOT_FOUND);
@@ -159,6 +174,14 @@ describe('webhooks', () => {
         [
           { url: 'https://example.com/', event_types: ['*'], enabled: 'yes' },
           fieldError('enabled', 'must be true or false'),
+        ],
+        [
+          { url: 'https://example.com/', event_types: ['*'], rate_limit_per_second: 0 },
+          fieldError('rate_limit_per_second', 'must be an integer from 1 to 10000'),
+        ],
+        [
+          { url: 'https://example.com/', event_types: ['*'], rate_limit_per_second: '5' },
+          fieldError('rate_limit_per_second', 'must be an integer from 1 to 10000'),
         ],
       ];
       for (const [body, error] of cases) await create(body).expect(422, error);

@@ -13,6 +13,7 @@ import { Product } from '../products/product.entity';
 @Index('ca_certificates_ski_idx', ['ski'])
 @Index('ca_certificates_aki_idx', ['aki'])
 @Index('ca_certificates_jitp_product_id_idx', ['jitpProductId'])
+@Index('ca_certificates_expiry_pending_idx', ['notAfter'], { where: 'expiry_notified_at IS NULL' })
 export class CaCertificate {
   @BigIdColumn()
   id: string;
@@ -40,6 +41,13 @@ export class CaCertificate {
 
   @Column({ name: 'not_after', type: 'timestamptz' })
   notAfter: Date;
+
+  /**
+   * When the expiry scan wrote `certificate.expiring` for it (null: not yet): sent once per certificate (a renewed
+   * certificate is another row).
+   */
+  @Column({ name: 'expiry_notified_at', type: 'timestamptz', nullable: true })
+  expiryNotifiedAt: Date | null;
 
   @Column({ type: 'varchar', length: 255, nullable: true })
   description: string | null;

@@ -27,6 +27,14 @@ export interface NewCaCertificate {
   jitp: { productId: string; tags: string[]; description: string | null } | null;
 }
 
+/** A CA certificate the expiry scan claimed. */
+export interface ExpiringCaCertificate {
+  serial: string;
+  org_id: string;
+  not_after: Date;
+  description: string | null;
+}
+
 /** PostgreSQL's NOTIFY channel: a CA certificate was registered or deleted (the device sockets' trust sets reload). */
 export const CA_CHANGES_CHANNEL = 'ca_certificates_changed';
 
@@ -37,6 +45,27 @@ const RECORD = `c.serial, c.not_before, c.not_after, c.description,
 @Injectable()
 export class CaCertificatesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Claims up to `limit` CA certificates that expire within `days` and were not announced yet, and marks them
+   * announced, in `tx` (as DeviceCertificatesRepository.claimExpiring, by `ca_certificates_expiry_pending_idx`).
+   */
+  claimExpiring(days: number, limit: number, tx: Queryable): Promise<ExpiringCaCertificate[]> {
+    return tx.query<ExpiringCaCertificate[]>(
+      `WITH due AS (
+         SELECT c.id FROM ca_certificates c
+          WHERE c.expiry_notified_at IS NULL
+            AND c.not_after > now() AND c.not_after <= now() + $1::float8 * interval '1 day'
+          ORDER BY c.not_after LIMIT $2
+          FOR UPDATE SKIP LOCKED
+       ), marked AS (
+         UPDATE ca_certificates c SET expiry_notified_at = now() FROM due WHERE c.id = due.id
+         RETURNING c.serial, c.org_id::text AS org_id, c.not_after, c.description
+       )
+       SELECT * FROM marked ORDER BY not_after, serial`,
+      [days, limit],
+    );
+  }
 
   /** The organization's CA certificates, in the order they were registered. */
   listForOrg(orgId: string): Promise<CaRow[]> {

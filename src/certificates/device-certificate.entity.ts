@@ -13,6 +13,7 @@ import { CaCertificate } from './ca-certificate.entity';
 @Index('device_certificates_public_key_fingerprint_idx', ['publicKeyFingerprint'])
 @Index('device_certificates_aki_idx', ['aki'])
 @Index('device_certificates_ca_certificate_id_idx', ['caCertificateId'])
+@Index('device_certificates_expiry_pending_idx', ['notAfter'], { where: 'expiry_notified_at IS NULL' })
 export class DeviceCertificate {
   @BigIdColumn()
   id: string;
@@ -52,6 +53,13 @@ export class DeviceCertificate {
 
   @Column({ name: 'not_after', type: 'timestamptz' })
   notAfter: Date;
+
+  /**
+   * When the expiry scan wrote `certificate.expiring` for it (null: not yet): sent once per certificate (a renewed
+   * certificate is another row).
+   */
+  @Column({ name: 'expiry_notified_at', type: 'timestamptz', nullable: true })
+  expiryNotifiedAt: Date | null;
 
   @Column({ type: 'bytea' })
   der: Buffer;

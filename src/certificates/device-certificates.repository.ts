@@ -45,12 +45,48 @@ export function newDeviceCertificate(deviceId: string, cert: ParsedCertificate):
   };
 }
 
+/** A device certificate the expiry scan claimed, with its device. */
+export interface ExpiringDeviceCertificate {
+  serial: string;
+  fingerprint: string;
+  not_after: Date;
+  identifier: string;
+  org_id: string;
+  product: string | null;
+}
+
 const RECORD = `serial, aki, ski, not_before, not_after, fingerprint, public_key_fingerprint, last_used, inserted_at`;
 
 /** The `device_certificates` table. */
 @Injectable()
 export class DeviceCertificatesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Claims up to `limit` certificates that expire within `days` and were not announced yet, and marks them
+   * announced, in `tx` (their events are written in the same transaction: both commit or neither). By
+   * `device_certificates_expiry_pending_idx` (the partial index of those not announced, by expiry); SKIP LOCKED:
+   * instances scanning at once claim different rows, and a row another claimed is skipped or, once that commits,
+   * no longer qualifies, so each certificate is announced once.
+   */
+  claimExpiring(days: number, limit: number, tx: Queryable): Promise<ExpiringDeviceCertificate[]> {
+    return tx.query<ExpiringDeviceCertificate[]>(
+      `WITH due AS (
+         SELECT c.id FROM device_certificates c
+          WHERE c.expiry_notified_at IS NULL
+            AND c.not_after > now() AND c.not_after <= now() + $1::float8 * interval '1 day'
+          ORDER BY c.not_after LIMIT $2
+          FOR UPDATE SKIP LOCKED
+       ), marked AS (
+         UPDATE device_certificates c SET expiry_notified_at = now() FROM due WHERE c.id = due.id
+         RETURNING c.device_id, c.serial, c.fingerprint, c.not_after
+       )
+       SELECT m.serial, m.fingerprint, m.not_after, d.identifier, d.org_id::text AS org_id, p.name AS product
+         FROM marked m JOIN devices d ON d.id = m.device_id LEFT JOIN products p ON p.id = d.product_id
+        ORDER BY m.not_after, d.identifier`,
+      [days, limit],
+    );
+  }
 
   /** The device's certificates, in the order they were registered. */
   listForDevice(deviceId: string): Promise<DeviceCertificateRow[]> {

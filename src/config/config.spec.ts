@@ -88,6 +88,8 @@ describe('loadConfig', () => {
       retentionDays: 7,
       secretGraceMs: 24 * 3_600_000,
       connectionDebounceMs: 30_000,
+      ratePerSecond: 50,
+      certExpiryDays: 30,
     });
     const webhooks = loadConfig({
       FLEETHUB_WEBHOOK_HTTP_HOSTS: 'Receiver.Local, 127.0.0.1',
@@ -113,6 +115,15 @@ describe('loadConfig', () => {
         '  - FLEETHUB_WEBHOOK_ALLOW_CIDRS must be a comma-separated list of CIDR ranges such as 10.1.0.0/16 (got "example.com")\n' +
         '  - FLEETHUB_WEBHOOK_BACKOFF_MAX_MS must be at least FLEETHUB_WEBHOOK_BACKOFF_BASE_MS\n' +
         '  - FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC must be an integer from 0 to 86400 (got "-1")',
+    );
+    expect(
+      loadConfig({ FLEETHUB_WEBHOOK_RATE_PER_SEC: '0', FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS: '7' }).webhooks,
+    ).toMatchObject({ ratePerSecond: 0, certExpiryDays: 7 });
+    expect(() => loadConfig({ FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS: '0' })).toThrow(
+      'FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS must be an integer from 1 to 3650 (got "0")',
+    );
+    expect(() => loadConfig({ FLEETHUB_WEBHOOK_RATE_PER_SEC: '-1' })).toThrow(
+      'FLEETHUB_WEBHOOK_RATE_PER_SEC must be an integer from 0 to 100000 (got "-1")',
     );
   });
 

@@ -108,6 +108,13 @@ export interface WebhooksConfig {
    * `device.connected` only when the last state sent was not connected): a flapping device sends at most one pair.
    */
   connectionDebounceMs: number;
+  /**
+   * Deliveries per second one instance starts to one endpoint (a token bucket holding one second's worth);
+   * 0: no limit.
+   */
+  ratePerSecond: number;
+  /** `certificate.expiring` is sent once for a certificate that expires within this many days. */
+  certExpiryDays: number;
 }
 
 export interface BrowserSessionsConfig {
@@ -427,6 +434,8 @@ function webhooksConfig(env: Env, problems: string[]): WebhooksConfig {
     secretGraceMs: integer(env, 'FLEETHUB_WEBHOOK_SECRET_GRACE_HOURS', 24, 0, 720, problems) * 3_600_000,
     connectionDebounceMs:
       integer(env, 'FLEETHUB_WEBHOOK_CONNECTION_DEBOUNCE_SEC', 30, 0, 86_400, problems) * 1000,
+    ratePerSecond: integer(env, 'FLEETHUB_WEBHOOK_RATE_PER_SEC', 50, 0, 100_000, problems),
+    certExpiryDays: integer(env, 'FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS', 30, 1, 3650, problems),
   };
 }
 

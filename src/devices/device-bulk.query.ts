@@ -242,3 +242,37 @@ export function overTagLimitSql(
     params,
   };
 }
+
+/** The webhook events a bulk change writes for the devices of a window: one per device and organization. */
+export interface BulkEvents {
+  type: string;
+  /** The organizations to send it to (a move across organizations: both). */
+  orgIds: readonly string[];
+  /** The product the events name (a move: the new one). */
+  product: string;
+  /** Fields every event carries besides `identifier` and `product`. */
+  data: Record<string, unknown>;
+  /** `changes.tags`: each device's tags once changed. */
+  withTags: boolean;
+}
+
+/**
+ * The events of a window's devices as a SELECT for the webhook outbox (`WebhookOutbox.emitSelected`): one row per
+ * device (by primary key) and organization, in id order, its data built from the row as the change left it.
+ */
+export function bulkEventsSql(
+  ids: readonly string[],
+  events: BulkEvents,
+): { sql: string; params: unknown[] } {
+  const tags = events.withTags
+    ? ` || jsonb_build_object('changes', jsonb_build_object('tags', to_jsonb(d.tags)))`
+    : '';
+  return {
+    sql: `SELECT o.org_id, $2::varchar AS type, $3::varchar AS product, 'device:' || d.identifier AS subject,
+                 jsonb_build_object('identifier', d.identifier, 'product', $3::varchar) || $4::jsonb${tags} AS data,
+                 row_number() OVER (ORDER BY d.id, o.n) AS ord
+            FROM devices d CROSS JOIN unnest($5::bigint[]) WITH ORDINALITY AS o(org_id, n)
+           WHERE d.id = ANY($1::bigint[])`,
+    params: [ids, events.type, events.product, JSON.stringify(events.data), events.orgIds],
+  };
+}

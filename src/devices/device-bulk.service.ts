@@ -17,7 +17,8 @@ import { MembershipsRepository } from '../orgs/memberships.repository';
 import { OrgsService } from '../orgs/orgs.service';
 import type { ProductRecord } from '../products/product-record';
 import { ProductsService } from '../products/products.service';
-import type { BulkAction, BulkChange, BulkSelection } from './device-bulk.query';
+import { WebhookOutbox } from '../webhooks/webhook-outbox';
+import type { BulkAction, BulkChange, BulkEvents, BulkSelection } from './device-bulk.query';
 import { DeviceCommands, UpdateNotifier } from './device-console';
 import { parseDeviceFilters } from './device-list.query';
 import { ALREADY_THE_PRODUCT, UNKNOWN_FIRMWARE } from './devices.errors';
@@ -59,7 +60,9 @@ type Plan =
  * read by primary-key range, each changed by one statement in its own transaction). Each statement is set-based
  * (device-bulk.query.ts); the follow-ups of the per-device actions happen per window, set-wise too: deployment
  * group membership after tag changes, the pending updates of an upgrade and the gateway's push of them, a move's
- * group, pending updates and network identities and the reconnection of the moved devices. Audited once per request, with its counts.
+ * group, pending updates and network identities and the reconnection of the moved devices. Audited once per request,
+ * with its counts; each changed device gets its webhook event (one INSERT ... SELECT per window, none when no
+ * webhook wants them).
  */
 @Injectable()
 export class DeviceBulkService {
@@ -79,6 +82,7 @@ export class DeviceBulkService {
     private readonly pendingUpdates: PendingUpdatesRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
     private readonly live: LiveEvents,
+    private readonly outbox: WebhookOutbox,
     @Inject(BULK_WINDOW) private readonly windowSize: number,
   ) {}
 
@@ -96,6 +100,7 @@ export class DeviceBulkService {
       const over = await this.devices.countOverTagLimit(product.id, selection, plan.tags, MAX_TAGS);
       if (over > 0) throw DomainError.invalidField('tags', TOO_MANY_TAGS(over));
     }
+    const events = await this.webhookEvents(access, product, plan);
     const totals = { matched: 0, changed: 0 };
     // Where the next window starts (after this id; the identifiers need no window), and whether the filter
     // matched a full window already (the next ones are read in primary-key order only).
@@ -115,6 +120,8 @@ export class DeviceBulkService {
             const done = await this.devices.bulkChange(product.id, selection, plan.change, window, tx);
             if (done.overLimit > 0) throw DomainError.invalidField('tags', TOO_MANY_TAGS(done.overLimit));
             await this.followUp(access, product, plan, done, tx);
+            if (events !== null && done.ids.length > 0)
+              await this.outbox.emitSelected(tx, this.devices.bulkEventsSource(done.ids, events));
             // A window that came back full may have a next one; anything less was the last.
             const next =
               window !== null && window.length === this.windowSize ? window[window.length - 1] : null;
@@ -230,6 +237,54 @@ export class DeviceBulkService {
         };
       }
     }
+  }
+
+  /**
+   * The webhook event each changed device gets (as the one-device action would send it), or null when no enabled
+   * webhook wants it: then the windows write no event and run no statement for them.
+   */
+  private async webhookEvents(
+    access: OrgAccess,
+    product: ProductRecord,
+    plan: Plan,
+  ): Promise<BulkEvents | null> {
+    const actor = { type: 'user', email: access.actor.email };
+    const event = (type: string, data: Record<string, unknown> = {}, withTags = false): BulkEvents => ({
+      type,
+      orgIds: [access.orgId],
+      product: product.name,
+      data: { ...data, actor },
+      withTags,
+    });
+    let events: BulkEvents;
+    switch (plan.action) {
+      case 'add_tags':
+      case 'remove_tags':
+        events = event('device.updated', {}, true);
+        break;
+      case 'enable_updates':
+      case 'disable_updates':
+        events = event('device.updated', { changes: { updates_enabled: plan.action === 'enable_updates' } });
+        break;
+      case 'clear_penalty_box':
+        events = event('device.penalty_box_cleared');
+        break;
+      case 'upgrade':
+        events = event('update.requested', { firmware_uuid: plan.uuid });
+        break;
+      case 'move':
+        events = {
+          ...event('device.moved', {
+            from: { org: access.orgName, product: product.name },
+            to: { org: plan.to.org, product: plan.to.product },
+          }),
+          orgIds: [...new Set([access.orgId, plan.to.orgId])],
+          product: plan.to.product,
+        };
+        break;
+    }
+    const targets = events.orgIds.map((orgId) => ({ orgId, product: events.product }));
+    return (await this.outbox.wanted(targets, [events.type])) ? events : null;
   }
 
   /** What the per-device actions do besides, for the devices of one window, in its transaction. */

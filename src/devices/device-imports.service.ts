@@ -7,8 +7,9 @@ import type { OrgAccess } from '../common/auth/actor';
 import { DomainError } from '../common/errors/domain-error';
 import { Created, pathSegment } from '../common/http/created';
 import { normaliseTags, parseBigId } from '../common/values';
-import { Transactions } from '../database/transactions';
+import { Transactions, type Tx } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
+import { WebhookOutbox } from '../webhooks/webhook-outbox';
 import type { DeviceImportError } from './device-import.entity';
 import { type DeviceImportRow, DeviceImportsRepository } from './device-imports.repository';
 import type { DeviceImportView } from './dto/device-import.dto';
@@ -55,6 +56,7 @@ export class DeviceImportsService {
     private readonly certificates: DeviceCertificatesService,
     private readonly transactions: Transactions,
     private readonly audit: AuditService,
+    private readonly outbox: WebhookOutbox,
   ) {}
 
   async start(
@@ -99,7 +101,7 @@ export class DeviceImportsService {
       });
       return row;
     });
-    const run = this.run(job.id, access.orgId, product.id, manifest as unknown[], tags)
+    const run = this.run(job.id, access, product, manifest as unknown[], tags)
       .catch((err: unknown) => this.logger.error({ err, job: job.id }, 'device import failed'))
       .finally(() => this.running.delete(run));
     this.running.add(run);
@@ -122,8 +124,32 @@ export class DeviceImportsService {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private async run(jobId: string, orgId: string, productId: string, manifest: unknown[], tags: string[]) {
+  private async run(
+    jobId: string,
+    access: OrgAccess,
+    product: { id: string; name: string },
+    manifest: unknown[],
+    tags: string[],
+  ) {
+    const { orgId } = access;
+    const productId = product.id;
     const seen = new Map<string, number>();
+    // `device.created` for each device a batch creates, when a webhook wants it (asked once per job).
+    const announce = await this.outbox.wanted([{ orgId, product: product.name }], ['device.created']);
+    const created = async (identifiers: Map<string, string>, tx: Tx) => {
+      if (!announce || identifiers.size === 0) return;
+      const actor = { type: 'user', email: access.actor.email };
+      await this.outbox.emitMany(
+        tx,
+        [...identifiers.keys()].map((identifier) => ({
+          orgId,
+          type: 'device.created',
+          product: product.name,
+          subject: `device:${identifier}`,
+          data: { identifier, product: product.name, via: 'import', actor },
+        })),
+      );
+    };
     for (let start = 0; start < manifest.length; start += BATCH) {
       const errors: DeviceImportError[] = [];
       const entries: { index: number; entry: ReadEntry }[] = [];
@@ -149,7 +175,8 @@ export class DeviceImportsService {
       }
       const counts = await this.transactions.run(async (tx) => {
         const identifiers = entries.map(({ entry }) => entry.identifier);
-        const created = await this.imports.insertDevices(orgId, productId, identifiers, tags, tx);
+        const inserted = await this.imports.insertDevices(orgId, productId, identifiers, tags, tx);
+        await created(inserted, tx);
         const devices = await this.imports.findDevices(identifiers, tx);
         const items: { index: number; deviceId: string; identifier: string; cert: ReadEntry['cert'] }[] = [];
         for (const { index, entry } of entries) {
@@ -169,7 +196,7 @@ export class DeviceImportsService {
         outcomes.forEach((outcome, i) => {
           const item = items[i];
           if (outcome === 'present') {
-            if (!created.has(item.identifier)) unchanged++;
+            if (!inserted.has(item.identifier)) unchanged++;
           } else if (outcome !== 'added') {
             errors.push({
               index: item.index,
@@ -181,7 +208,7 @@ export class DeviceImportsService {
         errors.sort((x, y) => x.index - y.index);
         const batch = {
           processed: Math.min(BATCH, manifest.length - start),
-          created: created.size,
+          created: inserted.size,
           unchanged,
           errors,
         };

@@ -15,6 +15,7 @@ import { DeviceRecordsModule } from './device-records.module';
 import { DevicesController, DevicesShortController } from './devices.controller';
 import { BULK_WINDOW, BULK_WINDOW_DEVICES, DeviceBulkService } from './device-bulk.service';
 import { DevicesService } from './devices.service';
+import { WebhookOutboxModule } from '../webhooks/webhook-outbox.module';
 
 @Module({
   // The gateway provides DeviceConsole and UpdateNotifier (device-console.ts) to DevicesService.
@@ -32,6 +33,8 @@ import { DevicesService } from './devices.service';
     IrohModule,
     // The console's live events: a manual upgrade is `pending` at once.
     LiveEventsModule,
+    // Per-device webhook events of bulk changes and imports.
+    WebhookOutboxModule,
   ],
   controllers: [DevicesController, DevicesShortController, DeviceImportsController],
   providers: [

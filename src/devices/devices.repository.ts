@@ -9,6 +9,8 @@ import { PENDING_UPDATE_COLUMNS, type PendingUpdateRow } from '../firmware/pendi
 import {
   type BulkChange,
   bulkChangeSql,
+  type BulkEvents,
+  bulkEventsSql,
   type BulkSelection,
   bulkWindowSql,
   COUNTS_BY_STATEMENT,
@@ -644,6 +646,11 @@ export class DevicesRepository {
       names,
     ]);
     return row.ids;
+  }
+
+  /** The SELECT of a window's webhook events (run by the outbox, in the window's transaction): no statement here. */
+  bulkEventsSource(ids: readonly string[], events: BulkEvents): { sql: string; params: unknown[] } {
+    return bulkEventsSql(ids, events);
   }
 
   /**

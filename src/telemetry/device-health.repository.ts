@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { Queryable } from '../database/transactions';
 import { FLEET_METRICS, type FleetMetric, type HealthStatus } from './device-health.entity';
 
 /** A health report ready to store (the newest of its device in a batch). */
@@ -12,6 +13,16 @@ export interface NewHealthReport {
   alarmCount: number;
   report: Record<string, unknown>;
   fleetMetrics: Record<FleetMetric, number | null>;
+}
+
+/** A device whose report's alarms differ from its previous report's (`upsertReports`). */
+export interface AlarmChange {
+  device_id: string;
+  identifier: string;
+  org_id: string;
+  product: string | null;
+  /** The previous report's `alarms` (null: it had none). */
+  previous: unknown;
 }
 
 export interface NewLocation {
@@ -49,23 +60,52 @@ const METRIC_COLUMNS = FLEET_METRICS.join(', ');
 export class DeviceHealthRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** The latest reports of many devices in one statement (one report per device in `reports`). */
-  async upsertReports(reports: readonly NewHealthReport[]): Promise<void> {
+  /**
+   * The latest reports of many devices in one statement (one report per device in `reports`), in `tx`. Answers
+   * the devices whose active alarms may have changed: those with alarms before or now whose `alarms` differ, with
+   * the previous report's `alarms` (null: none), read and locked in the same statement before it is replaced
+   * (FOR UPDATE, in id order, before the upsert runs), so that two writes of one device cannot both see the same
+   * previous alarms. A report
+   * without alarms after one without alarms (most of them) is not read back: its previous report is not even
+   * detoasted.
+   */
+  async upsertReports(reports: readonly NewHealthReport[], tx: Queryable): Promise<AlarmChange[]> {
     const metricArrays = FLEET_METRICS.map((metric) => reports.map((r) => r.fleetMetrics[metric]));
     const metricParams = FLEET_METRICS.map((_, i) => `$${i + 7}::float8[]`).join(', ');
-    await this.db.query(
-      `INSERT INTO device_health
-         (device_id, reported_at, status, status_reasons, alarm_count, report, ${METRIC_COLUMNS})
-       SELECT d.device_id, d.reported_at, d.status::device_health_status, d.status_reasons, d.alarm_count, d.report,
-              ${FLEET_METRICS.map((m) => `d.${m}`).join(', ')}
-         FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::jsonb[], ${metricParams})
-              AS d(device_id, reported_at, status, status_reasons, alarm_count, report, ${METRIC_COLUMNS})
-         JOIN devices ON devices.id = d.device_id
-       ON CONFLICT (device_id) DO UPDATE
-          SET reported_at = EXCLUDED.reported_at, status = EXCLUDED.status,
-              status_reasons = EXCLUDED.status_reasons, alarm_count = EXCLUDED.alarm_count,
-              report = EXCLUDED.report,
-              ${FLEET_METRICS.map((m) => `${m} = EXCLUDED.${m}`).join(', ')}`,
+    return tx.query<AlarmChange[]>(
+      `WITH incoming AS MATERIALIZED (
+         SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::jsonb[], ${metricParams})
+                AS d(device_id, reported_at, status, status_reasons, alarm_count, report, ${METRIC_COLUMNS})
+       ), previous AS MATERIALIZED (
+         SELECT h.device_id, CASE WHEN h.alarm_count > 0 THEN h.report->'alarms' END AS alarms
+           FROM device_health h WHERE h.device_id = ANY($1::bigint[])
+          ORDER BY h.device_id FOR UPDATE
+       ), written AS (
+         INSERT INTO device_health
+           (device_id, reported_at, status, status_reasons, alarm_count, report, ${METRIC_COLUMNS})
+         SELECT d.device_id, d.reported_at, d.status::device_health_status, d.status_reasons, d.alarm_count, d.report,
+                ${FLEET_METRICS.map((m) => `d.${m}`).join(', ')}
+           FROM incoming d
+           JOIN devices ON devices.id = d.device_id
+           -- Reads and locks the previous reports first: a row this statement already replaced would be skipped by
+           -- FOR UPDATE (updated by the same command).
+           CROSS JOIN (SELECT count(*) FROM previous) AS locked_first
+         ON CONFLICT (device_id) DO UPDATE
+            SET reported_at = EXCLUDED.reported_at, status = EXCLUDED.status,
+                status_reasons = EXCLUDED.status_reasons, alarm_count = EXCLUDED.alarm_count,
+                report = EXCLUDED.report,
+                ${FLEET_METRICS.map((m) => `${m} = EXCLUDED.${m}`).join(', ')}
+         RETURNING device_id
+       )
+       SELECT w.device_id::text AS device_id, dv.identifier, dv.org_id::text AS org_id, p.name AS product,
+              prev.alarms AS previous
+         FROM written w
+         JOIN incoming i ON i.device_id = w.device_id
+         LEFT JOIN previous prev ON prev.device_id = w.device_id
+         JOIN devices dv ON dv.id = w.device_id
+         LEFT JOIN products p ON p.id = dv.product_id
+        WHERE (i.alarm_count > 0 OR prev.alarms IS NOT NULL)
+          AND prev.alarms IS DISTINCT FROM (CASE WHEN i.alarm_count > 0 THEN i.report->'alarms' END)`,
       [
         reports.map((r) => r.deviceId),
         reports.map((r) => r.reportedAt.toISOString()),

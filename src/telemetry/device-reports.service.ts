@@ -1,6 +1,10 @@
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Transactions } from '../database/transactions';
+import type { OutboxEvent } from '../webhooks/webhook-event-types';
+import { WebhookOutbox } from '../webhooks/webhook-outbox';
 import { BatchWriter } from './batch-writer';
 import {
+  type AlarmChange,
   DeviceHealthRepository,
   type NewHealthReport,
   type NewLocation,
@@ -10,6 +14,8 @@ import { DeviceLogsRepository, type NewLogLine } from './device-logs.repository'
 import { LogRateLimit } from './log-rate-limit';
 import { NetworkIdentitiesService, type ReportingDevice } from './network-identities.service';
 import {
+  alarmsOf,
+  alarmTransitions,
   Malformed,
   parseHealthReport,
   parseLocation,
@@ -33,6 +39,37 @@ function newestPerDevice<T extends { deviceId: string }>(items: readonly T[]): T
 }
 
 /**
+ * `health.alarm_raised` / `health.alarm_cleared`: one per alarm that appeared in, or left, a device's report
+ * (compared with its previous report, as `upsertReports` read it). Reports that repeat the same alarms send none.
+ */
+function alarmEvents(changes: readonly AlarmChange[], reports: readonly NewHealthReport[]): OutboxEvent[] {
+  const byDevice = new Map(reports.map((r) => [String(r.deviceId), r]));
+  const events: OutboxEvent[] = [];
+  for (const change of changes) {
+    const report = byDevice.get(change.device_id);
+    const now = alarmsOf(report?.alarmCount ? report.report.alarms : undefined);
+    const { raised, cleared } = alarmTransitions(alarmsOf(change.previous), now);
+    const event = (type: string, [alarm, description]: [string, string | null]): OutboxEvent => ({
+      orgId: change.org_id,
+      type,
+      product: change.product,
+      subject: `device:${change.identifier}`,
+      data: {
+        identifier: change.identifier,
+        product: change.product,
+        alarm,
+        description,
+        active_alarms: now.size,
+        actor: { type: 'system' },
+      },
+    });
+    for (const alarm of cleared) events.push(event('health.alarm_cleared', alarm));
+    for (const alarm of raised) events.push(event('health.alarm_raised', alarm));
+  }
+  return events;
+}
+
+/**
  * What devices report through `health`, `geo` and `logging` (and the identity entries of `network_identity` that
  * are not iroh's), as the device gateway hands it over: checked (a malformed payload is logged, counted and
  * ignored), rate limited (log lines, per device, as NervesHub) and written in batches, never on the device's turn.
@@ -53,6 +90,8 @@ export class DeviceReportsService implements OnModuleInit, BeforeApplicationShut
     private readonly networkIdentities: NetworkIdentitiesService,
     private readonly partitions: TelemetryPartitions,
     private readonly metrics: TelemetryMetrics,
+    transactions: Transactions,
+    outbox: WebhookOutbox,
   ) {
     const failed = (extension: string) => (count: number) =>
       this.metrics.droppedReport(extension, 'write_failed', count);
@@ -66,7 +105,13 @@ export class DeviceReportsService implements OnModuleInit, BeforeApplicationShut
     });
     this.reports = new BatchWriter({
       name: 'health reports',
-      write: (reports) => health.upsertReports(newestPerDevice(reports)),
+      // A batch and the webhook events of the alarms it raises or clears commit together.
+      write: (reports) =>
+        transactions.run(async (tx) => {
+          const batch = newestPerDevice(reports);
+          const changes = await health.upsertReports(batch, tx);
+          if (changes.length > 0) await outbox.emitMany(tx, alarmEvents(changes, batch));
+        }),
       flushMs: FLUSH_MS,
       maxBatch: 1000,
       maxPending: MAX_PENDING_REPORTS,

@@ -1,4 +1,12 @@
-import { healthStatus, Malformed, parseHealthReport, parseLocation, parseLogLine } from './report-payloads';
+import {
+  alarmsOf,
+  alarmTransitions,
+  healthStatus,
+  Malformed,
+  parseHealthReport,
+  parseLocation,
+  parseLogLine,
+} from './report-payloads';
 
 describe('report payloads', () => {
   const now = new Date('2026-11-27T12:00:00Z');
@@ -95,5 +103,28 @@ describe('report payloads', () => {
     for (const payload of [{ latitude: 91, longitude: 0 }, { latitude: '1', longitude: 2 }, {}, 'x']) {
       expect(parseLocation(payload)).toBeInstanceOf(Malformed);
     }
+  });
+});
+
+describe('alarms of health reports', () => {
+  it('reads an object of id → description, or a list of ids', () => {
+    expect([...alarmsOf({ disk: 'full', net: null, odd: { level: 2 } })]).toEqual([
+      ['disk', 'full'],
+      ['net', null],
+      ['odd', '{"level":2}'],
+    ]);
+    expect([...alarmsOf(['disk', { id: 1 }])]).toEqual([
+      ['disk', null],
+      ['{"id":1}', null],
+    ]);
+    expect(alarmsOf(null).size).toBe(0);
+    expect(alarmsOf('x').size).toBe(0);
+  });
+
+  it('raised: new ids; cleared: ids gone (a new description is no transition)', () => {
+    const before = alarmsOf({ disk: 'at 97%', net: null });
+    const now = alarmsOf({ disk: 'at 99%', cpu: 'hot' });
+    expect(alarmTransitions(before, now)).toEqual({ raised: [['cpu', 'hot']], cleared: [['net', null]] });
+    expect(alarmTransitions(now, now)).toEqual({ raised: [], cleared: [] });
   });
 });

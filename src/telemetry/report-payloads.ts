@@ -191,3 +191,28 @@ export function parseLocation(payload: unknown): Record<string, unknown> | Malfo
   if (payload.error_code !== undefined && latitude === undefined && longitude === undefined) return payload;
   return new Malformed('neither a location nor an error');
 }
+
+/**
+ * The alarms of a report's `alarms` (as NervesHub Link sends them: an object of alarm id → description; a list of
+ * ids is read too, an element that is not a string standing for its JSON text): id → description (null: none).
+ */
+export function alarmsOf(alarms: unknown): Map<string, string | null> {
+  const describe = (value: unknown): string | null =>
+    value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
+  if (Array.isArray(alarms))
+    return new Map(alarms.map((a) => [typeof a === 'string' ? a : JSON.stringify(a), null]));
+  if (isPlainObject(alarms))
+    return new Map(Object.entries(alarms).map(([id, value]) => [id, describe(value)]));
+  return new Map();
+}
+
+/** The alarms raised (in `now`, not in `before`) and cleared (the other way round). */
+export function alarmTransitions(
+  before: Map<string, string | null>,
+  now: Map<string, string | null>,
+): { raised: [string, string | null][]; cleared: [string, string | null][] } {
+  return {
+    raised: [...now].filter(([id]) => !before.has(id)),
+    cleared: [...before].filter(([id]) => !now.has(id)),
+  };
+}

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DeviceRecordsModule } from '../devices/device-records.module';
 import { IrohModule } from '../iroh/iroh.module';
 import { ProductsModule } from '../products/products.module';
+import { WebhookOutboxModule } from '../webhooks/webhook-outbox.module';
 import { DeviceHealthRepository } from './device-health.repository';
 import { DeviceHealthService } from './device-health.service';
 import { DeviceLogsRepository } from './device-logs.repository';
@@ -24,7 +25,8 @@ import {
  * locations (stored by DeviceReportsService, which the device gateway calls) and the routes that read them.
  */
 @Module({
-  imports: [ProductsModule, DeviceRecordsModule, IrohModule],
+  // WebhookOutboxModule: the health alarm events, written with the reports that raise or clear them.
+  imports: [ProductsModule, DeviceRecordsModule, IrohModule, WebhookOutboxModule],
   controllers: [NetworkIdentitiesController, DeviceLogsController, DeviceHealthController],
   providers: [
     DeviceHealthRepository,

@@ -13,6 +13,7 @@ import { ServerKeyService } from '../device-auth/server-key.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { OrgsService } from '../orgs/orgs.service';
 import type { AddressPolicy } from './address-policy';
+import { EndpointRateLimit } from './endpoint-rate-limit';
 import { VERSION_OF } from './webhook-event-types';
 import { type ClaimedDelivery, WEBHOOKS_CHANNEL, WebhookOutboxRepository } from './webhook-outbox.repository';
 import { type AttemptResult, WEBHOOK_RESOLVER, type WebhookResolver, WebhookSender } from './webhook-sender';
@@ -39,7 +40,10 @@ const LEASE_MARGIN_MS = 5_000;
  * with a lease), so instances share them without sending one twice at once, and a killed instance's claims lapse
  * and are taken again (at least once). Only the first pending delivery of a (webhook, subject) is claimable, so
  * one subject's events arrive in order. At most `concurrencyPerEndpoint` attempts per endpoint run here at
- * once, out of `concurrencyTotal`: a slow endpoint holds its own slots, never the others'.
+ * once, out of `concurrencyTotal`: a slow endpoint holds its own slots, never the others'. At most the webhook's
+ * `rate_limit_per_second` (or the server's `ratePerSecond`) attempts per endpoint start here per second
+ * (EndpointRateLimit): a claim skips the endpoints without a token, so a throttled endpoint's backlog waits in
+ * PostgreSQL while the others' deliveries go on.
  */
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -48,6 +52,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
   private readonly inFlight = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private readonly orgNames = new Map<string, string>();
+  private readonly rateLimit: EndpointRateLimit;
+  private rateTimer: NodeJS.Timeout | null = null;
   private total = 0;
   private pumping = false;
   private pumpAgain = false;
@@ -71,6 +77,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     @Inject(WEBHOOK_RESOLVER) resolver: WebhookResolver,
   ) {
     this.sender = new WebhookSender(policy, resolver, config.webhooks.timeoutMs);
+    this.rateLimit = new EndpointRateLimit();
     bus.subscribe(WEBHOOKS_CHANNEL, () => this.kick());
     const registers = [metrics.registry];
     this.attempts = new Counter({
@@ -123,6 +130,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     this.stopped = true;
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.retentionTimer) clearInterval(this.retentionTimer);
+    if (this.rateTimer) clearTimeout(this.rateTimer);
     await Promise.allSettled([...this.running]);
     this.sender.close();
   }
@@ -167,15 +175,19 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       const room = concurrencyTotal - this.total;
       if (room <= 0) return;
       const saturated = [...this.inFlight].filter(([, n]) => n >= concurrencyPerEndpoint).map(([id]) => id);
+      const throttled = this.rateLimit.exhausted();
+      this.wakeForTokens();
       const token = randomUUID();
-      const claimed = await this.outbox.claim(room, timeoutMs + LEASE_MARGIN_MS, saturated, token);
+      const skip = [...new Set([...saturated, ...throttled])];
+      const claimed = await this.outbox.claim(room, timeoutMs + LEASE_MARGIN_MS, skip, token);
       if (claimed.length === 0) return;
       await this.resolveOrgNames(claimed);
       const surplus: string[] = [];
       for (const delivery of claimed) {
         const webhookId = String(delivery.webhook_id);
         const busy = this.inFlight.get(webhookId) ?? 0;
-        if (busy >= concurrencyPerEndpoint) {
+        const rate = delivery.rate_limit_per_second ?? this.config.webhooks.ratePerSecond;
+        if (busy >= concurrencyPerEndpoint || !this.rateLimit.take(webhookId, rate)) {
           surplus.push(delivery.id);
           continue;
         }
@@ -192,8 +204,23 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         this.running.add(run);
       }
       await this.outbox.release(surplus, token);
-      if (claimed.length < room) return;
+      if (claimed.length < room) {
+        this.wakeForTokens();
+        return;
+      }
     }
+  }
+
+  /** While an endpoint waits for its rate, one timer looks again when the first of them has a token. */
+  private wakeForTokens(): void {
+    if (this.rateTimer || this.stopped) return;
+    const wait = this.rateLimit.nextTokenInMs();
+    if (wait === null) return;
+    this.rateTimer = setTimeout(() => {
+      this.rateTimer = null;
+      this.kick();
+    }, wait);
+    this.rateTimer.unref();
   }
 
   private async resolveOrgNames(claimed: ClaimedDelivery[]): Promise<void> {

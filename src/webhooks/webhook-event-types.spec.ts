@@ -55,7 +55,8 @@ describe('webhook event catalogue', () => {
 
   it('produces every type of the catalogue from some audit action (those emitted elsewhere aside)', () => {
     // webhook.test: the test route; update.failed, device.penalty_box_entered and deployment_group.finished: the
-    // deployment orchestrator; connections: WebhookConnectionEvents; the update lifecycle: database triggers.
+    // deployment orchestrator; connections: WebhookConnectionEvents; the update lifecycle: database triggers;
+    // health.*: written with the health reports that raise or clear alarms; certificate.expiring: the expiry scan.
     const elsewhere = [
       'webhook.test',
       'update.failed',
@@ -66,6 +67,9 @@ describe('webhook event catalogue', () => {
       'update.started',
       'update.progress',
       'update.completed',
+      'health.alarm_raised',
+      'health.alarm_cleared',
+      'certificate.expiring',
     ];
     const actions = [
       ['device.create', {}],

@@ -24,6 +24,19 @@ const PRODUCT = {
 const GROUP = { type: 'string', description: "The deployment group's name" } as const;
 const EMAIL = { type: 'string', description: "The member's email address" } as const;
 const ROLE = { type: 'string', description: '`view`, `manage` or `admin`' } as const;
+const ALARM = {
+  type: 'string',
+  description:
+    "The alarm's id: a key of the report's `alarms` object (a string element when the device sends a list)",
+} as const;
+const ALARM_DESCRIPTION = {
+  type: 'string?',
+  description: "The alarm's description as the device reported it (its value in `alarms`), when it has one",
+} as const;
+const ACTIVE_ALARMS = {
+  type: 'integer',
+  description: 'Alarms active in the latest report, after this change',
+} as const;
 
 const FIRMWARE_UUID = { type: 'string?', description: "The firmware's uuid" } as const;
 const FIRMWARE_VERSION = { type: 'string?', description: "The firmware's version" } as const;
@@ -51,7 +64,8 @@ export const EVENT_TYPES: readonly EventTypeDoc[] = [
       product: PRODUCT,
       via: {
         type: 'string',
-        description: '`api`, `shared_secret` or `certificate` (just-in-time registration)',
+        description:
+          '`api`, `shared_secret`, `certificate` (just-in-time registration) or `import` (a device import job)',
       },
     },
   },
@@ -355,6 +369,55 @@ export const EVENT_TYPES: readonly EventTypeDoc[] = [
       devices: { type: 'integer', description: 'The devices of the group' },
     },
   },
+  // Events not from the audit trail: health alarms (health reports), certificate expiry (the expiry scan).
+  {
+    type: 'health.alarm_raised',
+    version: 1,
+    description:
+      "An alarm appeared in a device's health report (it was not active in the device's previous report); one " +
+      'event per alarm',
+    subject: 'device:<identifier>',
+    data: {
+      identifier: IDENTIFIER,
+      product: PRODUCT,
+      alarm: ALARM,
+      description: ALARM_DESCRIPTION,
+      active_alarms: ACTIVE_ALARMS,
+    },
+  },
+  {
+    type: 'health.alarm_cleared',
+    version: 1,
+    description:
+      "An alarm active in a device's previous health report is no longer in its latest one; one event per alarm",
+    subject: 'device:<identifier>',
+    data: {
+      identifier: IDENTIFIER,
+      product: PRODUCT,
+      alarm: ALARM,
+      description: ALARM_DESCRIPTION,
+      active_alarms: ACTIVE_ALARMS,
+    },
+  },
+  {
+    type: 'certificate.expiring',
+    version: 1,
+    description:
+      'A device certificate or a CA certificate expires within `FLEETHUB_WEBHOOK_CERT_EXPIRY_DAYS` (30 by ' +
+      'default): sent once per certificate, by a periodic scan',
+    subject: 'device:<identifier> or ca_certificate:<serial>',
+    data: {
+      kind: { type: 'string', description: '`device` or `ca`' },
+      identifier: { type: 'string?', description: 'The device (device certificates)' },
+      product: PRODUCT,
+      serial: { type: 'string', description: "The certificate's serial number" },
+      fingerprint: { type: 'string?', description: 'SHA-256 fingerprint (device certificates)' },
+      not_after: { type: 'string', description: 'When it expires (ISO 8601, UTC)' },
+      days_left: { type: 'integer', description: 'Whole days left until then when the scan found it' },
+      description: { type: 'string?', description: "The CA certificate's description (CA certificates)" },
+    },
+  },
+  // End of the health and certificate expiry events.
   {
     type: 'webhook.test',
     version: 1,

@@ -22,6 +22,8 @@ export interface ClaimedDelivery {
   data: Record<string, unknown>;
   occurred_at: Date;
   url: string;
+  /** The webhook's own rate limit (null: the server's). */
+  rate_limit_per_second: number | null;
   secret_encrypted: Buffer;
   previous_secret_encrypted: Buffer | null;
 }
@@ -57,6 +59,20 @@ export interface FailurePolicy {
 export type RedeliverySelection = { eventId: string } | { from: Date; to: Date };
 
 export const REDELIVERY_LIMIT = 10_000;
+
+/** An organization and the product an event names (null: none), for `wanted`. */
+export interface EventTarget {
+  orgId: string;
+  product: string | null;
+}
+
+/**
+ * A SELECT answering events to write (`emitSelected`): `org_id`, `type`, `product`, `subject`, `data` (jsonb), `ord`.
+ */
+export interface EventSource {
+  sql: string;
+  params: unknown[];
+}
 
 /** The outbox (`webhook_events`), its deliveries (`webhook_deliveries`) and their log (`webhook_delivery_attempts`). */
 @Injectable()
@@ -139,6 +155,70 @@ export class WebhookOutboxRepository {
     );
   }
 
+  /**
+   * Whether some enabled webhook of one of these organizations wants one of `types` for its product (null: the
+   * event names none): the check a change of many devices makes once, before it writes any event, so that it
+   * costs one index lookup (`webhooks_org_id_idx`) when nobody listens.
+   */
+  async wanted(
+    targets: readonly EventTarget[],
+    types: readonly string[],
+    tx: Queryable = this.db,
+  ): Promise<boolean> {
+    if (targets.length === 0 || types.length === 0) return false;
+    const [row] = await tx.query<{ wanted: boolean }[]>(
+      `SELECT EXISTS (
+         SELECT 1 FROM unnest($1::bigint[], $2::varchar[]) AS t(org_id, product)
+           JOIN webhooks w ON w.org_id = t.org_id AND w.enabled AND (w.product IS NULL OR w.product = t.product)
+          WHERE w.event_types && $3::text[]) AS wanted`,
+      [
+        targets.map((t) => t.orgId),
+        targets.map((t) => t.product),
+        [...new Set(types.flatMap((type) => patternsMatching(type)))],
+      ],
+    );
+    return row.wanted;
+  }
+
+  /**
+   * Events selected by `source` (a SELECT of the feature that owns the rows, answering `org_id`, `type`, `product`,
+   * `subject`, `data` (jsonb) and `ord`, the order to write them in), each written with a new event id and a
+   * delivery per enabled webhook of its organization that wants it, in one `INSERT ... SELECT` in the caller's
+   * transaction: a change of thousands of devices writes their events without a row crossing to the server.
+   * `source` uses parameters `$1..$n` (its `params`). The number of events written.
+   */
+  async emitSelected(source: EventSource, retryWindowMs: number, tx: Queryable): Promise<number> {
+    const window = `$${source.params.length + 1}`;
+    const [{ count }] = await tx.query<{ count: number }[]>(
+      `WITH ev AS MATERIALIZED (
+         SELECT 'evt_' || replace(gen_random_uuid()::text, '-', '') AS event_id, src.org_id::bigint AS org_id,
+                src.type::varchar AS type, src.product::varchar AS product, left(src.subject, 320) AS subject,
+                src.data::jsonb AS data, src.ord
+           FROM (${source.sql}) src
+       ), targets AS (
+         SELECT ev.event_id, w.id AS webhook_id
+           FROM ev JOIN webhooks w ON w.org_id = ev.org_id AND w.enabled
+                                  AND (w.product IS NULL OR w.product = ev.product)
+                                  AND w.event_types && ARRAY['*', split_part(ev.type, '.', 1) || '.*', ev.type]::text[]
+       ), e AS (
+         INSERT INTO webhook_events (event_id, org_id, type, product, subject, data)
+         SELECT ev.event_id, ev.org_id, ev.type, ev.product, ev.subject, ev.data FROM ev
+          WHERE EXISTS (SELECT 1 FROM targets t WHERE t.event_id = ev.event_id)
+          ORDER BY ev.ord
+         RETURNING id, event_id, subject
+       ), d AS (
+         INSERT INTO webhook_deliveries (event_seq, webhook_id, subject, give_up_at)
+         SELECT e.id, t.webhook_id, e.subject, now() + ${window}::float8 * interval '1 millisecond'
+           FROM e JOIN targets t ON t.event_id = e.event_id
+       ), woken AS (
+         SELECT pg_notify('${WEBHOOKS_CHANNEL}', '') FROM e LIMIT 1
+       )
+       SELECT (SELECT count(*)::int FROM e) AS count, (SELECT count(*) FROM woken) AS woken`,
+      [...source.params, retryWindowMs],
+    );
+    return count;
+  }
+
   /** A `webhook.test` event delivered to one webhook only (enabled or not). */
   async emitTo(
     webhookId: string,
@@ -198,7 +278,7 @@ export class WebhookOutboxRepository {
          RETURNING d.id, d.webhook_id, d.event_seq, d.attempts
        )
        SELECT c.id, c.webhook_id, c.attempts, e.event_id, e.type, e.org_id, e.product, e.subject, e.data,
-              e.occurred_at, w.url, w.secret_encrypted,
+              e.occurred_at, w.url, w.rate_limit_per_second, w.secret_encrypted,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_encrypted END
                 AS previous_secret_encrypted
          FROM claimed c

@@ -4,7 +4,7 @@ import { type AuditEntry, AuditService } from '../audit/audit.service';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import type { Queryable } from '../database/transactions';
 import { eventFromAudit, type OutboxEvent } from './webhook-event-types';
-import { WebhookOutboxRepository } from './webhook-outbox.repository';
+import { type EventSource, type EventTarget, WebhookOutboxRepository } from './webhook-outbox.repository';
 
 /** A new event id: `evt_` and 32 hexadecimal characters (the `webhook-id` receivers de-duplicate with). */
 export const newEventId = (): string => `evt_${randomUUID().replace(/-/g, '')}`;
@@ -36,6 +36,20 @@ export class WebhookOutbox {
       this.config.webhooks.retryWindowMs,
       tx,
     );
+  }
+
+  /**
+   * Whether an enabled webhook of these organizations wants one of `types` (for the product named): a change of
+   * many rows asks once and writes no event at all (no statement per window) when none does. A webhook created
+   * while that change runs misses its events, as one created just after it.
+   */
+  wanted(targets: readonly EventTarget[], types: readonly string[]): Promise<boolean> {
+    return this.outbox.wanted(targets, types);
+  }
+
+  /** Writes the events `source` selects (set-based: one statement, whatever their number) in `tx`. */
+  emitSelected(tx: Queryable, source: EventSource): Promise<number> {
+    return this.outbox.emitSelected(source, this.config.webhooks.retryWindowMs, tx);
   }
 
   private async recorded(tx: Queryable, entry: AuditEntry): Promise<void> {

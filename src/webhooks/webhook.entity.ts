@@ -59,6 +59,10 @@ export class Webhook {
   previousSecretExpiresAt: Date | null;
 
   /** Failed attempts in a row, and since when (reset by a success). */
+  /** Deliveries per second each instance starts to it at most; null: the server's FLEETHUB_WEBHOOK_RATE_PER_SEC. */
+  @Column({ name: 'rate_limit_per_second', type: 'integer', nullable: true })
+  rateLimitPerSecond: number | null;
+
   @Column({ name: 'consecutive_failures', type: 'integer', default: 0 })
   consecutiveFailures: number;
 

@@ -10,6 +10,7 @@ export interface WebhookRow {
   event_types: string[];
   product: string | null;
   enabled: boolean;
+  rate_limit_per_second: number | null;
   disabled_reason: string | null;
   disabled_at: Date | null;
   previous_secret_expires_at: Date | null;
@@ -25,6 +26,7 @@ export interface WebhookInsert {
   eventTypes: string[];
   product: string | null;
   enabled: boolean;
+  rateLimitPerSecond: number | null;
   secretEncrypted: Buffer;
 }
 
@@ -33,9 +35,10 @@ export interface WebhookChanges {
   eventTypes?: string[];
   product?: string | null;
   enabled?: boolean;
+  rateLimitPerSecond?: number | null;
 }
 
-const COLUMNS = `id, org_id, url, event_types, product, enabled, disabled_reason, disabled_at,
+const COLUMNS = `id, org_id, url, event_types, product, enabled, rate_limit_per_second, disabled_reason, disabled_at,
                  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
                    AS previous_secret_expires_at,
                  consecutive_failures, failing_since, inserted_at, updated_at`;
@@ -47,11 +50,20 @@ export class WebhooksRepository {
 
   async insert(entry: WebhookInsert, tx: Queryable): Promise<WebhookRow> {
     const [row] = await tx.query<WebhookRow[]>(
-      `INSERT INTO webhooks (org_id, url, event_types, product, enabled, disabled_reason, disabled_at, secret_encrypted)
+      `INSERT INTO webhooks (org_id, url, event_types, product, enabled, disabled_reason, disabled_at, secret_encrypted,
+                             rate_limit_per_second)
        VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE 'disabled when created' END,
-               CASE WHEN $5 THEN NULL ELSE now() END, $6)
+               CASE WHEN $5 THEN NULL ELSE now() END, $6, $7)
        RETURNING ${COLUMNS}`,
-      [entry.orgId, entry.url, entry.eventTypes, entry.product, entry.enabled, entry.secretEncrypted],
+      [
+        entry.orgId,
+        entry.url,
+        entry.eventTypes,
+        entry.product,
+        entry.enabled,
+        entry.secretEncrypted,
+        entry.rateLimitPerSecond,
+      ],
     );
     return row;
   }
@@ -101,6 +113,7 @@ export class WebhooksRepository {
                             WHEN $7 IS FALSE AND enabled THEN now() ELSE disabled_at END,
          consecutive_failures = CASE WHEN $7 IS TRUE THEN 0 ELSE consecutive_failures END,
          failing_since = CASE WHEN $7 IS TRUE THEN NULL ELSE failing_since END,
+         rate_limit_per_second = CASE WHEN $9 THEN $10 ELSE rate_limit_per_second END,
          updated_at = now()
        WHERE org_id = $1 AND id = $2
        RETURNING ${COLUMNS}`,
@@ -113,6 +126,8 @@ export class WebhooksRepository {
         changes.product ?? null,
         changes.enabled ?? null,
         disabledReason,
+        changes.rateLimitPerSecond !== undefined,
+        changes.rateLimitPerSecond ?? null,
       ],
     );
     return rows[0] ?? null;

@@ -53,6 +53,7 @@ export function webhookView(row: WebhookRow): WebhookView {
     event_types: row.event_types,
     product: row.product,
     enabled: row.enabled,
+    rate_limit_per_second: row.rate_limit_per_second,
     disabled_reason: row.disabled_reason,
     disabled_at: iso(row.disabled_at),
     previous_secret_expires_at: iso(row.previous_secret_expires_at),
@@ -127,6 +128,7 @@ export class WebhooksService {
           eventTypes: [...new Set(dto.event_types)],
           product,
           enabled: dto.enabled ?? true,
+          rateLimitPerSecond: dto.rate_limit_per_second ?? null,
           secretEncrypted: this.serverKey.encrypt(secret),
         },
         tx,
@@ -160,6 +162,7 @@ export class WebhooksService {
     if (dto.event_types !== undefined) changes.eventTypes = [...new Set(dto.event_types)];
     if (dto.product !== undefined) changes.product = await this.checkProduct(access, dto.product);
     if (dto.enabled !== undefined) changes.enabled = dto.enabled;
+    if (dto.rate_limit_per_second !== undefined) changes.rateLimitPerSecond = dto.rate_limit_per_second;
     this.checkId(id);
     if (Object.keys(changes).length === 0) return this.show(access, id);
     const row = await this.transactions.run(async (tx) => {
@@ -182,6 +185,9 @@ export class WebhooksService {
           ...(changes.eventTypes !== undefined && { event_types: changes.eventTypes }),
           ...(changes.product !== undefined && { product: changes.product }),
           ...(changes.enabled !== undefined && { enabled: changes.enabled }),
+          ...(changes.rateLimitPerSecond !== undefined && {
+            rate_limit_per_second: changes.rateLimitPerSecond,
+          }),
         },
       });
       return updated;

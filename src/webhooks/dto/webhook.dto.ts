@@ -21,6 +21,28 @@ export function checkEventTypes(value: unknown): string | null {
   return null;
 }
 
+export const MAX_RATE_LIMIT_PER_SECOND = 10_000;
+
+/** `rate_limit_per_second`: null (the server's default) or an integer from 1 to MAX_RATE_LIMIT_PER_SECOND. */
+export function checkRateLimit(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_RATE_LIMIT_PER_SECOND
+    ? null
+    : `must be an integer from 1 to ${MAX_RATE_LIMIT_PER_SECOND}`;
+}
+
+const RATE_LIMIT_DOC = {
+  type: Number,
+  nullable: true,
+  description:
+    "Deliveries per second each fleethub instance starts to this endpoint at most (bursts of one second's " +
+    'worth; a throttled endpoint never delays the others); null: the server default ' +
+    '(FLEETHUB_WEBHOOK_RATE_PER_SEC, 50; 0 there means no limit)',
+  minimum: 1,
+  maximum: MAX_RATE_LIMIT_PER_SECOND,
+  example: 20,
+};
+
 const EVENT_TYPES_DOC = {
   type: String,
   isArray: true,
@@ -57,6 +79,10 @@ export class CreateWebhookDto {
 
   @BooleanField({ description: 'Deliver events (default true)', default: true })
   enabled?: boolean;
+
+  @CustomField('rateLimitPerSecond', checkRateLimit)
+  @ApiPropertyOptional(RATE_LIMIT_DOC)
+  rate_limit_per_second?: number | null;
 }
 
 export class UpdateWebhookDto {
@@ -80,6 +106,10 @@ export class UpdateWebhookDto {
       'its failure streak and the reason it was disabled cleared',
   })
   enabled?: boolean;
+
+  @CustomField('rateLimitPerSecond', checkRateLimit)
+  @ApiPropertyOptional(RATE_LIMIT_DOC)
+  rate_limit_per_second?: number | null;
 }
 
 export class RedeliverWebhookDto {
@@ -108,6 +138,7 @@ export class WebhookView {
   @ApiProperty({ type: [String], example: ['device.*'] }) event_types: string[];
   @ApiProperty({ type: String, nullable: true, example: null }) product: string | null;
   @ApiProperty({ example: true }) enabled: boolean;
+  @ApiProperty({ ...RATE_LIMIT_DOC, example: null }) rate_limit_per_second: number | null;
   @ApiProperty({
     type: String,
     nullable: true,
