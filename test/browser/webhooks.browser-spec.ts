@@ -65,6 +65,7 @@ describe('the console: webhooks in Chromium', () => {
       url: string;
       event_types: string[];
       product: string | null;
+      rate_limit_per_second: number | null;
       enabled: boolean;
       disabled_reason: string | null;
     }[];
@@ -90,6 +91,7 @@ describe('the console: webhooks in Chromium', () => {
     await page.getByLabel('URL', { exact: true }).fill(receiver.url());
     await page.getByRole('checkbox', { name: 'firmware.uploaded', exact: true }).check();
     await page.getByRole('combobox', { name: 'Product' }).selectOption('gateway');
+    await page.getByLabel('Deliveries per second at most').fill('20');
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'console-webhooks-new');
     await page.getByRole('button', { name: 'Create webhook' }).click();
@@ -101,6 +103,7 @@ describe('the console: webhooks in Chromium', () => {
       url: receiver.url(),
       event_types: ['device.*', 'firmware.uploaded'],
       product: 'gateway',
+      rate_limit_per_second: 20,
       enabled: true,
     });
     const row = page.getByRole('row', { name: new RegExp(receiver.url()) });
@@ -121,6 +124,7 @@ describe('the console: webhooks in Chromium', () => {
     await row.getByRole('link', { name: receiver.url() }).click();
     await page.waitForURL(`${url}/orgs/${org}/webhooks/${webhook.id}`);
     await page.getByText('Nothing delivered yet.').waitFor();
+    await page.getByText('20 deliveries a second', { exact: true }).waitFor();
     /** The log's rows of an event once it has `count` of them (Refresh pressed meanwhile), or the last count. */
     const logRows = (event: string, count: number) =>
       eventually(
@@ -181,9 +185,15 @@ describe('the console: webhooks in Chromium', () => {
     const edit = page.getByRole('form', { name: 'Edit the webhook' });
     await edit.getByRole('checkbox', { name: 'Every event (*)' }).check();
     await edit.getByRole('combobox', { name: 'Product' }).selectOption('');
+    await edit.getByLabel('Deliveries per second at most').fill('');
     await edit.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('status').filter({ hasText: 'Webhook saved.' }).waitFor();
-    expect((await webhooks())[0]).toMatchObject({ event_types: ['*'], product: null });
+    expect((await webhooks())[0]).toMatchObject({
+      event_types: ['*'],
+      product: null,
+      rate_limit_per_second: null,
+    });
+    await page.getByText("the server's default", { exact: true }).waitFor();
 
     // Disabled (the reason names who), enabled again.
     await page.getByRole('button', { name: 'Disable' }).click();
@@ -307,7 +317,7 @@ describe('the console: webhooks in Chromium', () => {
       // At least the three failures that disabled it (a test event is retried even to a disabled webhook).
       await page
         .getByRole('status')
-        .filter({ hasText: /^\d+ attempts$/ })
+        .filter({ hasText: /^\d+ attempts/ })
         .waitFor();
       expect(await page.getByRole('cell', { name: 'failed (HTTP 500)' }).count()).toBeGreaterThanOrEqual(3);
       expect(await page.getByRole('cell', { name: 'down for maintenance' }).count()).toBeGreaterThanOrEqual(

@@ -19,6 +19,7 @@ const FIELD_LABELS: Record<string, string> = {
   url: 'URL',
   event_types: 'Events',
   product: 'Product',
+  rate_limit_per_second: 'Deliveries per second',
   event_id: 'Event',
 };
 
@@ -163,8 +164,25 @@ interface WebhookFields {
   url: string;
   eventTypes: string[];
   product: string;
+  /** Deliveries per second at most, as typed ('': the server's default). */
+  rateLimit: string;
   enabled: boolean;
 }
+
+/** The fields as the API's body has them. */
+function bodyOf(fields: WebhookFields) {
+  return {
+    url: fields.url,
+    event_types: fields.eventTypes,
+    product: fields.product === '' ? null : fields.product,
+    rate_limit_per_second: fields.rateLimit.trim() === '' ? null : Number(fields.rateLimit),
+  };
+}
+
+const rateOf = (webhook: Webhook) =>
+  webhook.rate_limit_per_second === null
+    ? "the server's default"
+    : `${webhook.rate_limit_per_second.toLocaleString()} deliveries a second`;
 
 /** The fields of a webhook, to create one (with `enabled`) or change one. */
 function WebhookForm(props: {
@@ -227,6 +245,15 @@ function WebhookForm(props: {
           </option>
         ))}
       </select>
+      <label for={`${idPrefix}-rate`}>Deliveries per second at most (empty: the server's default)</label>
+      <input
+        id={`${idPrefix}-rate`}
+        inputMode="numeric"
+        pattern="[1-9][0-9]{0,4}"
+        title="A whole number from 1 to 10,000"
+        value={fields.rateLimit}
+        onInput={(event) => change({ rateLimit: event.currentTarget.value })}
+      />
       {props.withEnabled && (
         <label class="check">
           <input
@@ -321,12 +348,7 @@ export function Webhooks({ org, role }: { org: string; role: Role | undefined })
       response,
     } = await api.POST('/api/orgs/{org_name}/webhooks', {
       params: { path },
-      body: {
-        url: fields.url,
-        event_types: fields.eventTypes,
-        product: fields.product === '' ? null : fields.product,
-        enabled: fields.enabled,
-      },
+      body: { ...bodyOf(fields), enabled: fields.enabled },
     });
     if (!data) {
       setCreateError(errorText(failure, response.status, FIELD_LABELS));
@@ -389,7 +411,7 @@ export function Webhooks({ org, role }: { org: string; role: Role | undefined })
           submitLabel="Create webhook"
           catalogue={catalogue}
           products={products}
-          initial={{ url: '', eventTypes: [], product: '', enabled: true }}
+          initial={{ url: '', eventTypes: [], product: '', rateLimit: '', enabled: true }}
           withEnabled
           error={createError}
           onSubmit={create}
@@ -505,7 +527,13 @@ export function WebhookPage(props: {
   }, [org, id, page, canManage]);
 
   const update = async (
-    body: { url?: string; event_types?: string[]; product?: string | null; enabled?: boolean },
+    body: {
+      url?: string;
+      event_types?: string[];
+      product?: string | null;
+      rate_limit_per_second?: number | null;
+      enabled?: boolean;
+    },
     done: string,
   ): Promise<boolean> => {
     const {
@@ -529,14 +557,7 @@ export function WebhookPage(props: {
 
   const saveEdit = async (fields: WebhookFields): Promise<boolean> => {
     setEditError(null);
-    const saved = await update(
-      {
-        url: fields.url,
-        event_types: fields.eventTypes,
-        product: fields.product === '' ? null : fields.product,
-      },
-      'Webhook saved.',
-    );
+    const saved = await update(bodyOf(fields), 'Webhook saved.');
     if (saved) setEditing(false);
     return saved;
   };
@@ -627,6 +648,8 @@ export function WebhookPage(props: {
             <dd>{describeEvents(webhook.event_types)}</dd>
             <dt>Product</dt>
             <dd>{webhook.product ?? 'every product'}</dd>
+            <dt>Rate limit</dt>
+            <dd>{rateOf(webhook)}</dd>
             <dt>State</dt>
             <dd>{stateOf(webhook)}</dd>
             {webhook.disabled_at !== null && (
@@ -688,6 +711,8 @@ export function WebhookPage(props: {
                 url: webhook.url,
                 eventTypes: webhook.event_types,
                 product: webhook.product ?? '',
+                rateLimit:
+                  webhook.rate_limit_per_second === null ? '' : String(webhook.rate_limit_per_second),
                 enabled: webhook.enabled,
               }}
               withEnabled={false}
