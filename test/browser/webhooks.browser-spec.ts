@@ -115,7 +115,7 @@ describe('the console: webhooks in Chromium', () => {
     // Shown once: gone after Done, and not in what the API lists.
     await created.getByRole('button', { name: 'Copy the secret' }).click();
     await created.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
     await created.getByRole('button', { name: 'Done' }).click();
     expect(await page.getByText(secret).count()).toBe(0);
     expect(JSON.stringify(await webhooks())).not.toContain(secret);
