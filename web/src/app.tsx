@@ -19,6 +19,7 @@ import { Products } from './pages/products';
 import { Scripts } from './pages/scripts';
 import { SignIn } from './pages/sign-in';
 import { SigningKeys } from './pages/signing-keys';
+import { WebhookPage, Webhooks } from './pages/webhooks';
 import { match, navigate, useLocation } from './router';
 import type { OrgWithRole, Section, Session } from './session';
 
@@ -149,6 +150,14 @@ export function App() {
     ({ org } = params);
     section = 'iroh';
     page = <IrohEndpoints org={params.org} role={roleIn(params.org)} search={search} />;
+  } else if ((params = match('/orgs/:org/webhooks', path))) {
+    ({ org } = params);
+    section = 'webhooks';
+    page = <Webhooks org={params.org} role={roleIn(params.org)} />;
+  } else if ((params = match('/orgs/:org/webhooks/:id', path))) {
+    ({ org } = params);
+    section = 'webhooks';
+    page = <WebhookPage org={params.org} id={params.id} role={roleIn(params.org)} search={search} />;
   } else if ((params = match('/orgs/:org/audit', path))) {
     ({ org } = params);
     section = 'audit';

@@ -12,4 +12,5 @@ export function allows(role: Role | undefined, needed: Role): boolean {
 }
 
 /** The parts of the console the navigation names. */
-export type Section = 'products' | 'members' | 'keys' | 'certificates' | 'iroh' | 'audit' | 'account';
+export type Section =
+  'products' | 'members' | 'keys' | 'certificates' | 'iroh' | 'webhooks' | 'audit' | 'account';

@@ -59,6 +59,9 @@ export function Layout(props: LayoutProps) {
               <Link href={`/orgs/${seg(org)}/iroh`} current={props.section === 'iroh'}>
                 Iroh endpoints
               </Link>
+              <Link href={`/orgs/${seg(org)}/webhooks`} current={props.section === 'webhooks'}>
+                Webhooks
+              </Link>
               {allows(role, 'admin') && (
                 <Link href={`/orgs/${seg(org)}/audit`} current={props.section === 'audit'}>
                   Audit log
