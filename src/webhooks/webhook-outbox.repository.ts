@@ -114,44 +114,25 @@ export class WebhookOutboxRepository {
 
   /**
    * `emit` for many events in one statement (a batch of update failures): each event is written, in the order
-   * given, when some enabled webhook of its organization wants it, with a delivery per such webhook.
+   * given, when some enabled webhook of its organization wants it, with a delivery per such webhook. The events
+   * are `emitSelected`'s source, read from arrays.
    */
-  async emitMany(
-    events: (OutboxEvent & { eventId: string })[],
-    retryWindowMs: number,
-    tx: Queryable,
-  ): Promise<void> {
+  async emitMany(events: OutboxEvent[], retryWindowMs: number, tx: Queryable): Promise<void> {
     if (events.length === 0) return;
-    await tx.query(
-      `WITH ev AS (
-         SELECT * FROM unnest($1::varchar[], $2::bigint[], $3::varchar[], $4::varchar[], $5::varchar[], $6::jsonb[])
-           WITH ORDINALITY AS ev(event_id, org_id, type, product, subject, data, n)
-       ), targets AS (
-         SELECT ev.event_id, w.id AS webhook_id
-           FROM ev JOIN webhooks w ON w.org_id = ev.org_id AND w.enabled
-                                  AND (w.product IS NULL OR w.product = ev.product)
-                                  AND w.event_types && ARRAY['*', split_part(ev.type, '.', 1) || '.*', ev.type]::text[]
-       ), e AS (
-         INSERT INTO webhook_events (event_id, org_id, type, product, subject, data)
-         SELECT ev.event_id, ev.org_id, ev.type, ev.product, ev.subject, ev.data FROM ev
-          WHERE EXISTS (SELECT 1 FROM targets t WHERE t.event_id = ev.event_id)
-          ORDER BY ev.n
-         RETURNING id, event_id, subject
-       ), d AS (
-         INSERT INTO webhook_deliveries (event_seq, webhook_id, subject, give_up_at)
-         SELECT e.id, t.webhook_id, e.subject, now() + $7::float8 * interval '1 millisecond'
-           FROM e JOIN targets t ON t.event_id = e.event_id
-       )
-       SELECT pg_notify('${WEBHOOKS_CHANNEL}', '') FROM e LIMIT 1`,
-      [
-        events.map((e) => e.eventId),
-        events.map((e) => e.orgId),
-        events.map((e) => e.type),
-        events.map((e) => e.product),
-        events.map((e) => e.subject.slice(0, 320)),
-        events.map((e) => JSON.stringify(e.data)),
-        retryWindowMs,
-      ],
+    await this.emitSelected(
+      {
+        sql: `SELECT * FROM unnest($1::bigint[], $2::varchar[], $3::varchar[], $4::varchar[], $5::jsonb[])
+                WITH ORDINALITY AS src(org_id, type, product, subject, data, ord)`,
+        params: [
+          events.map((e) => e.orgId),
+          events.map((e) => e.type),
+          events.map((e) => e.product),
+          events.map((e) => e.subject),
+          events.map((e) => JSON.stringify(e.data)),
+        ],
+      },
+      retryWindowMs,
+      tx,
     );
   }
 

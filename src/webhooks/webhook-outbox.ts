@@ -31,11 +31,7 @@ export class WebhookOutbox {
 
   /** Writes several events (in this order) in `tx`, in one statement. */
   emitMany(tx: Queryable, events: OutboxEvent[]): Promise<void> {
-    return this.outbox.emitMany(
-      events.map((event) => ({ ...event, eventId: newEventId() })),
-      this.config.webhooks.retryWindowMs,
-      tx,
-    );
+    return this.outbox.emitMany(events, this.config.webhooks.retryWindowMs, tx);
   }
 
   /**
