@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConnectionDrain, IDLE_SWEEP_MS } from './connection-drain';
+import { ConnectionDrain, IDLE_SILENCE_MS, IDLE_SWEEP_MS } from './connection-drain';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -66,7 +66,21 @@ describe('ConnectionDrain', () => {
     expect(server.listening).toBe(false);
   });
 
-  it('closes a keep-alive connection silent for a whole sweep period, and a new one that sends nothing', async () => {
+  it('keeps a keep-alive connection whose client pauses between requests for less than the silence', async () => {
+    const connection = await open(port);
+    connection.socket.write('GET / HTTP/1.1\r\nHost: fleethub\r\n\r\n');
+    await sleep(50);
+    drain.start();
+    // A client slowed down by its own load: three sweeps pass between its two requests.
+    await sleep(3 * IDLE_SWEEP_MS + IDLE_SWEEP_MS / 2);
+    expect(connection.socket.destroyed).toBe(false);
+    const before = connection.received().length;
+    connection.socket.write('GET / HTTP/1.1\r\nHost: fleethub\r\n\r\n');
+    expect(await connection.closed).toBeNull();
+    expect(connection.received().slice(before)).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: close\r\n/);
+  });
+
+  it('closes a keep-alive connection silent for IDLE_SILENCE_MS, and a new one that sends nothing', async () => {
     const kept = await open(port);
     kept.socket.write('GET / HTTP/1.1\r\nHost: fleethub\r\n\r\n');
     await sleep(50);
@@ -77,7 +91,8 @@ describe('ConnectionDrain', () => {
     drain.start();
     const closing = drain.closeListener();
     await Promise.all([kept.closed, silent.closed]);
-    expect(Date.now() - startedAt).toBeLessThan(10 * IDLE_SWEEP_MS);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(IDLE_SILENCE_MS);
+    expect(Date.now() - startedAt).toBeLessThan(IDLE_SILENCE_MS + 5 * IDLE_SWEEP_MS);
     await closing;
   });
 
@@ -102,8 +117,8 @@ describe('ConnectionDrain', () => {
     await sleep(50);
     drain.start();
     const closing = drain.closeListener();
-    await sleep(3 * IDLE_SWEEP_MS);
-    // Silent for three sweep periods, and still open: not the sweep's.
+    await sleep(IDLE_SILENCE_MS + 3 * IDLE_SWEEP_MS);
+    // Silent for longer than the silence, and still open: not the sweep's.
     expect(upgraded.socket.destroyed).toBe(false);
     expect(upgraded.received()).toMatch(/HTTP\/1\.1 101 Switching Protocols\r\n\r\n$/);
     upgraded.socket.destroy();

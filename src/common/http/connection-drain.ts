@@ -1,8 +1,13 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 
-/** During a drain, keep-alive connections are looked at this often; one silent for a whole period is closed. */
+/** During a drain, keep-alive connections are looked at this often… */
 export const IDLE_SWEEP_MS = 100;
+/**
+ * …and one that has sent nothing for this long is closed. Longer than a client's pause between two requests
+ * even on a loaded machine: closing an idle keep-alive connection races the client's next request on it.
+ */
+export const IDLE_SILENCE_MS = 500;
 /** The listener closes once no connection has arrived for this long (the balancer has stopped sending)… */
 export const LISTENER_QUIET_MS = 200;
 /** …or after this long waiting for it, whichever comes first. */
@@ -10,21 +15,26 @@ export const LISTENER_QUIET_MAX_MS = 1000;
 
 const RESPONSE = Symbol('response');
 const BYTES_READ_AT_SWEEP = Symbol('bytesReadAtSweep');
+const SILENT_SINCE = Symbol('silentSince');
 
-/** An accepted socket: its latest response (once it has carried a request), and what the last sweep saw of it. */
-type TrackedSocket = Socket & { [RESPONSE]?: ServerResponse; [BYTES_READ_AT_SWEEP]?: number };
+/** An accepted socket: its latest response (once it has carried a request), and what the sweeps saw of it. */
+type TrackedSocket = Socket & {
+  [RESPONSE]?: ServerResponse;
+  [BYTES_READ_AT_SWEEP]?: number;
+  [SILENT_SINCE]?: number;
+};
 
 /**
  * Lets the keep-alive HTTP connections go when the process stops, without cutting a request: from the start of
  * the drain every response says `Connection: close` (those of requests already in flight included, unless their
  * headers are out), so Node closes each connection after its answer and the client opens its next one elsewhere;
- * a connection that sits idle is closed once it has been silent for a whole IDLE_SWEEP_MS.
+ * a connection that sits idle is closed once it has been silent for IDLE_SILENCE_MS.
  *
  * Not Node's `server.closeIdleConnections()` (which `server.close()` calls): it counts as idle a keep-alive
  * connection whose next request is already in the kernel's buffer but not yet read (many of them, under load) and
  * resets it, so that request fails (`ECONNRESET`; behind HAProxy the client's own connection is closed without an
- * answer). A silent period means the client sent nothing meanwhile; the sweep runs just after the event loop has
- * read its sockets (setImmediate), so bytes that arrived in the period are counted.
+ * answer). Silence means the client sent nothing meanwhile; the sweep runs just after the event loop has read its
+ * sockets (setImmediate), so bytes that arrived since the last sweep are counted.
  */
 export class ConnectionDrain {
   private readonly sockets = new Set<TrackedSocket>();
@@ -108,19 +118,19 @@ export class ConnectionDrain {
   }
 
   /**
-   * Closes what has been silent for a whole period: a connection between two requests, or a new one that has
+   * Closes what has been silent for IDLE_SILENCE_MS: a connection between two requests, or a new one that has
    * sent nothing yet. A new socket that has read part of its first request is left alone; the shutdown's limit
    * bounds it.
    */
   private sweep(): void {
+    const now = Date.now();
     for (const socket of this.sockets) {
       const idle = socket[RESPONSE] === undefined ? socket.bytesRead === 0 : !isAnswering(socket);
-      if (!idle) {
-        socket[BYTES_READ_AT_SWEEP] = undefined;
-      } else if (socket[BYTES_READ_AT_SWEEP] === socket.bytesRead) {
+      if (!idle || socket[BYTES_READ_AT_SWEEP] !== socket.bytesRead) {
+        socket[BYTES_READ_AT_SWEEP] = idle ? socket.bytesRead : undefined;
+        socket[SILENT_SINCE] = now;
+      } else if (now - (socket[SILENT_SINCE] ?? now) >= IDLE_SILENCE_MS) {
         socket.destroy();
-      } else {
-        socket[BYTES_READ_AT_SWEEP] = socket.bytesRead;
       }
     }
   }
