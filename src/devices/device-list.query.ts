@@ -7,6 +7,7 @@ import {
   healthFilterSql,
   parseHealthFilters,
 } from '../telemetry/health-filters';
+import type { FleetCount } from '../overview/fleet-overview.service';
 import { CONNECTION_STATUSES } from './device.entity';
 import { DEVICE_COLUMNS, DEVICE_FROM } from './device-view';
 
@@ -215,6 +216,22 @@ export function deviceListSql(
   const nulls = sort?.nullable ? (q.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : '';
   const orderBy = sort ? `${sort.column} ${dir}${nulls}, d.identifier ${dir}` : `d.identifier ${dir}`;
   return { where: conditions.join(' AND '), orderBy, params };
+}
+
+/**
+ * The list's count as the fleet's counter rows keep it, when its only filter is one they count exactly (a
+ * connection status, a firmware version, health alarms with or without): O(1) where counting the matching rows
+ * reads up to the whole product (0.1 s warm for 570,000 disconnected devices of a million). Else null.
+ */
+export function countedByFleetCounters(q: DeviceListQuery): FleetCount | null {
+  const active = Object.entries(q.filters).filter(([, value]) => value !== undefined);
+  if (active.length !== 1) return null;
+  const { connection, firmwareVersion, health } = q.filters;
+  if (connection !== undefined) return { connection };
+  if (firmwareVersion !== undefined) return { firmwareVersion };
+  if (health?.alarmStatus !== undefined && Object.keys(health).length === 1)
+    return { alarms: health.alarmStatus };
+  return null;
 }
 
 /**

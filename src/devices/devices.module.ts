@@ -5,6 +5,7 @@ import { IrohModule } from '../iroh/iroh.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { DeploymentsModule } from '../deployments/deployments.module';
 import { Module } from '@nestjs/common';
+import { OverviewModule } from '../overview/overview.module';
 import { LiveEventsModule } from '../live/live-events.module';
 import { CertificatesModule } from '../certificates/certificates.module';
 import { FirmwareRecordsModule } from '../firmware/firmware-records.module';
@@ -35,6 +36,8 @@ import { WebhookOutboxModule } from '../webhooks/webhook-outbox.module';
     LiveEventsModule,
     // Per-device webhook events of bulk changes and imports.
     WebhookOutboxModule,
+    // The device list's total from the fleet's counter rows (a connection, version or alarm filter).
+    OverviewModule,
   ],
   controllers: [DevicesController, DevicesShortController, DeviceImportsController],
   providers: [

@@ -139,21 +139,24 @@ export class DevicesRepository {
   }
 
   /**
-   * One page of a product's device list and the list's total, read at once through the pool: the page's ids first
-   * (index-only scan of the sort index), the total from the counter rows when the filters allow (device-list.query.ts).
+   * One page of a product's device list: the page's ids first (index-only scan of the sort index), then their rows
+   * (device-list.query.ts).
    */
-  async listForProduct(productId: string, q: DeviceListQuery): Promise<{ rows: DeviceRow[]; total: number }> {
+  async pageForProduct(productId: string, q: DeviceListQuery): Promise<DeviceRow[]> {
     const { where, orderBy, params } = deviceListSql(productId, q);
-    const countQuery = deviceCountSql(productId, q, where, params);
-    const [rows, [{ count }]] = await Promise.all([
-      readRows<DeviceRow>(this.db, devicePageSql(where, orderBy, params), [
-        ...params,
-        q.page.pageSize,
-        q.page.offset,
-      ]),
-      readRows<{ count: number }>(this.db, countQuery.sql, countQuery.params),
+    return readRows<DeviceRow>(this.db, devicePageSql(where, orderBy, params), [
+      ...params,
+      q.page.pageSize,
+      q.page.offset,
     ]);
-    return { rows, total: count };
+  }
+
+  /** How many devices a product's device list holds: from the counter rows when the filters allow. */
+  async countForProduct(productId: string, q: DeviceListQuery): Promise<number> {
+    const { where, params } = deviceListSql(productId, q);
+    const countQuery = deviceCountSql(productId, q, where, params);
+    const [{ count }] = await readRows<{ count: number }>(this.db, countQuery.sql, countQuery.params);
+    return count;
   }
 
   /** A device with its organization and product names, by id. */

@@ -27,6 +27,7 @@ import { DEVICE_NOT_CONNECTED, UNKNOWN_FIRMWARE } from './devices.errors';
 import type { DevicesRepository } from './devices.repository';
 import { DevicesService } from './devices.service';
 import type { LiveEvents } from '../live/live-events';
+import type { FleetOverviewService } from '../overview/fleet-overview.service';
 
 const UUID = '0b7d2f4e-6c1a-4e8b-9d3f-2a5c7e9b1d40';
 
@@ -96,6 +97,7 @@ function setup() {
     fake<PendingUpdatesRepository>({}),
     fake<IrohEndpointsRepository>({}),
     fake<LiveEvents>({ deviceUpdate: jest.fn() }),
+    fake<FleetOverviewService>({}),
   );
   return {
     service,

@@ -22,7 +22,7 @@ import {
   DeviceScripts,
   UpdateNotifier,
 } from './device-console';
-import type { DeviceListQuery } from './device-list.query';
+import { countedByFleetCounters, type DeviceListQuery } from './device-list.query';
 import type { MoveDeviceDto } from './dto/move-device.dto';
 import { roleSatisfies } from '../common/auth/roles';
 import { PendingUpdatesRepository } from '../firmware/pending-updates.repository';
@@ -30,6 +30,7 @@ import { IrohEndpointsRepository } from '../iroh/iroh-endpoints.repository';
 import { LiveEvents } from '../live/live-events';
 import { MembershipsRepository } from '../orgs/memberships.repository';
 import { OrgsService } from '../orgs/orgs.service';
+import { FleetOverviewService } from '../overview/fleet-overview.service';
 import { deviceView } from './device-view';
 import {
   ALREADY_THE_PRODUCT,
@@ -74,6 +75,7 @@ export class DevicesService {
     private readonly pendingUpdates: PendingUpdatesRepository,
     private readonly irohEndpoints: IrohEndpointsRepository,
     private readonly live: LiveEvents,
+    private readonly fleetCounts: FleetOverviewService,
   ) {}
 
   async create(
@@ -117,7 +119,14 @@ export class DevicesService {
     listQuery: DeviceListQuery,
   ): Promise<{ data: DeviceView[]; pagination: PaginationView }> {
     const product = await this.products.findInOrg(access, productName);
-    const { rows, total } = await this.devices.listForProduct(product.id, listQuery);
+    // The page and its total at once, each on its own pooled connection.
+    const counted = countedByFleetCounters(listQuery);
+    const [rows, total] = await Promise.all([
+      this.devices.pageForProduct(product.id, listQuery),
+      counted === null
+        ? this.devices.countForProduct(product.id, listQuery)
+        : this.fleetCounts.devicesCounted(product.id, counted),
+    ]);
     return { data: rows.map(deviceView), pagination: paginationView(listQuery.page, total) };
   }
 

@@ -2,9 +2,16 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readRows, writeRows } from '../database/read-rows';
+import type { ProductConnectionCount } from './fleet-counts.entity';
 
 /** How many firmware versions the overview names; the rest are summed as "other versions". */
 export const TOP_VERSIONS = 12;
+
+/** What the fleet's counter rows count exactly, one key at a time: a connection status, a version, alarms. */
+export type FleetCount =
+  | { connection: ProductConnectionCount['connectionStatus'] }
+  | { firmwareVersion: string }
+  | { alarms: 'with' | 'without' };
 /** How many devices with health alarms the overview names (the most alarms first). */
 export const ALARMED_LISTED = 10;
 /** Samples older than this are deleted. */
@@ -76,6 +83,23 @@ export class FleetOverviewRepository {
   async counters(productId: string): Promise<CountersRow> {
     const [row] = await readRows<CountersRow>(this.db, overviewSql(false), [productId, TOP_VERSIONS]);
     return row;
+  }
+
+  /** How many of the product's devices the counter rows count under `what` (exact, O(1): at most 16 shards). */
+  async countDevices(productId: string, what: FleetCount): Promise<number> {
+    const sum = (table: string, condition = '') =>
+      `(SELECT COALESCE(sum(total), 0) FROM ${table} WHERE product_id = $1${condition})`;
+    const [sql, params]: [string, unknown[]] =
+      'connection' in what
+        ? [sum('product_connection_counts', ' AND connection_status = $2'), [productId, what.connection]]
+        : 'firmwareVersion' in what
+          ? [sum('product_firmware_counts', ' AND firmware_version = $2'), [productId, what.firmwareVersion]]
+          : what.alarms === 'with'
+            ? [sum('product_alarm_counts'), [productId]]
+            : // Every device has one connection status: their counts sum to the product's devices.
+              [`${sum('product_connection_counts')} - ${sum('product_alarm_counts')}`, [productId]];
+    const [row] = await readRows<{ n: number }>(this.db, `SELECT (${sql})::int AS n`, params);
+    return row.n;
   }
 
   /** The product's samples since `from`, averaged over buckets of `bucketSeconds` (the oldest first). */

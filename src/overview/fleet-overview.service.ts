@@ -3,7 +3,9 @@ import type { OrgAccess } from '../common/auth/actor';
 import { ProductsService } from '../products/products.service';
 import type { FleetOverviewQuery } from './dto/fleet-overview.query';
 import type { FleetCountersView, FleetOverviewView } from './dto/fleet-overview.view';
-import { type CountersRow, FleetOverviewRepository } from './fleet-overview.repository';
+import { type CountersRow, type FleetCount, FleetOverviewRepository } from './fleet-overview.repository';
+
+export type { FleetCount } from './fleet-overview.repository';
 
 /** "Connected over time" answers at most about this many points, whatever the range. */
 const MAX_POINTS = 360;
@@ -36,6 +38,14 @@ export class FleetOverviewService {
    */
   async counters(productId: string): Promise<FleetCountersView> {
     return countersView(await this.overview.counters(productId));
+  }
+
+  /**
+   * How many of a product's devices (its internal id) have this connection status, this firmware version, or
+   * health alarms (or none), from the counter rows: what the device list's total is when that is its only filter.
+   */
+  devicesCounted(productId: string, what: FleetCount): Promise<number> {
+    return this.overview.countDevices(productId, what);
   }
 
   async show(

@@ -148,6 +148,18 @@ describe('the operator console in Chromium', () => {
     await expect(other.getByLabel('Tags (all of, comma-separated)').inputValue()).resolves.toBe('beta');
     await other.close();
 
+    // Opened signed out, the page's list is asked for with the session and refused; signed in there, the page
+    // reads its list again, and does not show that refusal.
+    const signedOut = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const late = await watchedPage(signedOut, problems);
+    await late.goto(`${url}/orgs/${org}/products/gateway/devices`);
+    await late.getByLabel('Email').fill(admin.user.email);
+    await late.getByLabel('Password').fill(PASSWORD);
+    await late.getByRole('button', { name: 'Sign in' }).click();
+    await late.getByRole('status').filter({ hasText: '60 devices, page 1 of 2' }).waitFor();
+    expect(await late.getByRole('alert').count()).toBe(0);
+    await signedOut.close();
+
     await page.getByRole('button', { name: 'Clear' }).click();
     await page.getByLabel('Identifier contains').fill('gw-0042');
     await page.keyboard.press('Enter');

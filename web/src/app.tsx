@@ -9,7 +9,7 @@ import { DeploymentForm } from './pages/deployment-form';
 import { Deployments } from './pages/deployments';
 import { DevicePage } from './pages/device';
 import { FirmwarePage } from './pages/firmware';
-import { Devices } from './pages/devices';
+import { Devices, dropPrefetchedDeviceList, prefetchDeviceList } from './pages/devices';
 import { Home } from './pages/home';
 import { IrohEndpoints } from './pages/iroh-endpoints';
 import { Members } from './pages/members';
@@ -33,7 +33,10 @@ export function App() {
   const signedIn = useCallback((next: Session | null) => {
     setCsrfToken(next?.csrf_token ?? null);
     setSession(next);
-    if (next === null) setOrgs(null);
+    if (next === null) {
+      setOrgs(null);
+      dropPrefetchedDeviceList();
+    }
   }, []);
 
   const loadOrgs = useCallback(async () => {
@@ -44,7 +47,12 @@ export function App() {
   // Asked while the first render runs, not after its paint (an effect's time), and together: both need only the
   // cookie, so the first page waits for one round trip, not two in a row (a signed-out browser's 401 on the
   // organizations says what the session's does).
-  const [atStart] = useState(() => ({ session: api.GET('/api/session'), orgs: api.GET('/api/orgs') }));
+  // A devices page opened by its URL asks for its list at the same time (the heaviest page, and the usual way in).
+  const [atStart] = useState(() => {
+    const devicesPage = match('/orgs/:org/products/:product/devices', path);
+    if (devicesPage) prefetchDeviceList(devicesPage.org, devicesPage.product, search);
+    return { session: api.GET('/api/session'), orgs: api.GET('/api/orgs') };
+  });
 
   useEffect(() => {
     whenSignedOut(() => signedIn(null));

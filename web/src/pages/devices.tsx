@@ -59,6 +59,35 @@ function listQuery(search: URLSearchParams): ListQuery {
   return query;
 }
 
+function readList(org: string, product: string, search: URLSearchParams) {
+  return api.GET('/api/orgs/{org_name}/products/{product_name}/devices', {
+    params: { path: { org_name: org, product_name: product }, query: listQuery(search) },
+  });
+}
+
+/** The list asked for as the console starts on this page, with the session (see prefetchDeviceList). */
+let prefetched: { key: string; answer: ReturnType<typeof readList> } | null = null;
+
+/**
+ * Asks for the list a devices page opened by its URL will show, while the console still waits for the session:
+ * the page's own request would leave only after the session's answer and the first render. Taken once, by the
+ * page for the same list.
+ */
+export function prefetchDeviceList(org: string, product: string, search: URLSearchParams): void {
+  prefetched = { key: `${org}\n${product}\n${search.toString()}`, answer: readList(org, product, search) };
+}
+
+/** Signed out: the list asked for at the start was refused, and a later sign-in asks again. */
+export function dropPrefetchedDeviceList(): void {
+  prefetched = null;
+}
+
+function takePrefetchedList(org: string, product: string, search: URLSearchParams) {
+  const taken = prefetched;
+  prefetched = null;
+  return taken?.key === `${org}\n${product}\n${search.toString()}` ? taken.answer : null;
+}
+
 const when = (timestamp: string | null) =>
   timestamp === null ? 'never' : new Date(timestamp).toLocaleString();
 
@@ -131,17 +160,15 @@ export function Devices(props: {
     setAllMatching(false);
     // A later filter or page may answer first: only the newest request's answer is drawn.
     let newest = true;
-    void api
-      .GET('/api/orgs/{org_name}/products/{product_name}/devices', {
-        params: { path: { org_name: org, product_name: product }, query: listQuery(search) },
-      })
-      .then(({ data, error: failure, response }) => {
+    void (takePrefetchedList(org, product, search) ?? readList(org, product, search)).then(
+      ({ data, error: failure, response }) => {
         if (!newest) return;
         if (data) {
           setDevices(data.data);
           setPagination(data.pagination ?? null);
         } else setError(errorText(failure, response.status));
-      });
+      },
+    );
     return () => {
       newest = false;
     };
