@@ -88,8 +88,17 @@ function takePrefetchedList(org: string, product: string, search: URLSearchParam
   return taken?.key === `${org}\n${product}\n${search.toString()}` ? taken.answer : null;
 }
 
+/** As `Date.toLocaleString()` writes it, from one formatter for every row. */
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'numeric',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: 'numeric',
+  second: 'numeric',
+});
 const when = (timestamp: string | null) =>
-  timestamp === null ? 'never' : new Date(timestamp).toLocaleString();
+  timestamp === null ? 'never' : dateTime.format(new Date(timestamp));
 
 /**
  * The product's devices: the API's filters and sorts, paged by the server, all of it in the URL. A manage member
@@ -206,7 +215,9 @@ export function Devices(props: {
         ? 'descending'
         : 'ascending'
       : undefined;
-  const SortHeader = ({ sort, label }: { sort: (typeof SORTS)[number]; label: string }) => (
+  // A function, not a component: a component defined here would be a new type on every render, and its cells
+  // would be built anew each time instead of updated.
+  const sortHeader = (sort: (typeof SORTS)[number], label: string) => (
     <th scope="col" aria-sort={sortState(sort)}>
       <button type="button" class="sort" onClick={() => sortBy(sort)}>
         {label}
@@ -323,18 +334,19 @@ export function Devices(props: {
                   />
                 </th>
               )}
-              <SortHeader sort="identifier" label="Identifier" />
-              <SortHeader sort="connection_status" label="Connection" />
-              <SortHeader sort="version" label="Firmware" />
+              {sortHeader('identifier', 'Identifier')}
+              {sortHeader('connection_status', 'Connection')}
+              {sortHeader('version', 'Firmware')}
               <th scope="col">Platform</th>
               <th scope="col">Tags</th>
               <th scope="col">Group</th>
-              <SortHeader sort="last_communication" label="Last seen" />
+              {sortHeader('last_communication', 'Last seen')}
             </tr>
           </thead>
           <tbody>
-            {devices.map((device) => (
-              <tr key={device.identifier} data-connection={device.connection_status}>
+            {/* Keyed by position: another page or filter updates the rows in place rather than building new ones. */}
+            {devices.map((device, position) => (
+              <tr key={position} data-connection={device.connection_status}>
                 {canManage && (
                   <td class="select">
                     <input
