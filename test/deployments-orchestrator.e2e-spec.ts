@@ -362,6 +362,9 @@ describe('deployment orchestrator (two instances)', () => {
             product,
             deployment_group: group.name,
             release: 1,
+            firmware_uuid: newUuid,
+            firmware_version: '2.0.0',
+            via: 'deployment_group',
             reason: 'reported',
             actor: { type: 'system' },
           },
@@ -383,6 +386,58 @@ describe('deployment orchestrator (two instances)', () => {
     await a.app.get(DeploymentOrchestrator).sweep();
     expect(await inFlight(group.id)).toBe(0);
     expect([failing.updates.length, ignoring.updates.length]).toEqual([1, 1]);
+  }, 30_000);
+
+  it('a manual upgrade the device reports failed sends update.failed (via manual), with no attempt or penalty box', async () => {
+    const { devices: fleetDevices } = await fleet(1, {});
+    const [device] = fleetDevices;
+    await a
+      .http()
+      .post(`/api/orgs/${org}/webhooks`)
+      .set(admin.auth)
+      .send({ url: 'https://hooks.invalid/manual', event_types: ['update.*'] })
+      .expect(201);
+    await a
+      .http()
+      .post(`/api/orgs/${org}/products/${product}/devices/${device.identifier}/upgrade`)
+      .set(admin.auth)
+      .send({ uuid: newUuid })
+      .expect(204);
+    await eventually(
+      async () => device.updates.length,
+      (n) => n === 1,
+    );
+    await device.fail();
+    const failed = await eventually(
+      () =>
+        a.db.query<{ data: Record<string, unknown> }[]>(
+          `SELECT data FROM webhook_events WHERE subject = $1 AND type = 'update.failed'`,
+          [`device:${device.identifier}`],
+        ),
+      (rows) => rows.length > 0,
+    );
+    expect(failed.map((e) => e.data)).toEqual([
+      {
+        identifier: device.identifier,
+        product,
+        deployment_group: null,
+        release: null,
+        firmware_uuid: newUuid,
+        firmware_version: '2.0.0',
+        via: 'manual',
+        reason: 'reported',
+        actor: { type: 'system' },
+      },
+    ]);
+    const row = await deviceRow(device.identifier);
+    expect(row.update_attempts).toEqual([]);
+    expect(row.updates_blocked_until).toBeNull();
+    expect(
+      await a.db.query(
+        `SELECT 1 FROM pending_updates WHERE device_id = (SELECT id FROM devices WHERE identifier = $1)`,
+        [device.identifier],
+      ),
+    ).toEqual([]);
   }, 30_000);
 
   /** The group's in-flight updates run out: each ends as an expired attempt (no penalty box by itself). */

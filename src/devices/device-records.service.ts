@@ -1,7 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../database/transactions';
 import type { Device, FirmwareMetadata } from './device.entity';
-import { type DeviceJoin, type DisconnectedDevice, DevicesRepository } from './devices.repository';
+import {
+  type DeviceJoin,
+  type DeviceNames,
+  type DisconnectedDevice,
+  DevicesRepository,
+} from './devices.repository';
 
 export type { DeviceJoin } from './devices.repository';
 export type { FirmwareMetadata } from './device.entity';
@@ -125,8 +130,8 @@ export class DeviceRecordsService {
     return this.devices.recordUpdateFailures(ids, rule, penaliseAlways, tx);
   }
 
-  /** The identifiers of these devices, by id (for the events that name them). */
-  identifiersOf(ids: readonly string[], tx?: Queryable): Promise<{ id: string; identifier: string }[]> {
+  /** The identifiers of these devices, with their organization and product, by id (for the events naming them). */
+  identifiersOf(ids: readonly string[], tx?: Queryable): Promise<DeviceNames[]> {
     return this.devices.identifiersOf(ids, tx);
   }
 

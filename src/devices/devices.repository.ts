@@ -107,6 +107,14 @@ export interface BulkChangeResult {
   connected: string[];
 }
 
+/** A device as the events that name it need it (ids as strings). */
+export interface DeviceNames {
+  id: string;
+  identifier: string;
+  org_id: string;
+  product_id: string;
+}
+
 /** The `devices` table and the device counters its triggers keep (`product_device_counts`, `product_tag_counts`). */
 @Injectable()
 export class DevicesRepository {
@@ -607,11 +615,11 @@ export class DevicesRepository {
   }
 
   /** The identifiers of these devices (those that still exist), by id. */
-  async identifiersOf(
-    ids: readonly string[],
-    tx: Queryable = this.db,
-  ): Promise<{ id: string; identifier: string }[]> {
-    return tx.query(`SELECT id, identifier FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids]);
+  async identifiersOf(ids: readonly string[], tx: Queryable = this.db): Promise<DeviceNames[]> {
+    return tx.query(
+      `SELECT id, identifier, org_id, product_id FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [ids],
+    );
   }
 
   /** Deployment orchestrator: the device's update completed: its attempts and penalty box are cleared. */

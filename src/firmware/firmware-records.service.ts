@@ -119,14 +119,24 @@ export class FirmwareRecordsService {
 
   /**
    * The device's delivered update failed or was ignored (the row goes); answers the deployment group and release
-   * it belonged to (both null for a manual upgrade), or null when there was none.
+   * it belonged to (both null for a manual upgrade) and its firmware, or null when there was none.
    */
   async endDeliveredUpdateOf(
     deviceId: string,
     tx?: Queryable,
-  ): Promise<{ groupId: string | null; releaseId: string | null } | null> {
+  ): Promise<{
+    groupId: string | null;
+    releaseId: string | null;
+    firmware: { uuid: string; version: string };
+  } | null> {
     const row = await this.pendingUpdates.deleteDeliveredReturning(deviceId, tx);
-    return row && { groupId: row.deployment_group_id, releaseId: row.deployment_release_id };
+    return (
+      row && {
+        groupId: row.deployment_group_id,
+        releaseId: row.deployment_release_id,
+        firmware: { uuid: row.firmware_uuid, version: row.firmware_version },
+      }
+    );
   }
 
   /** The device runs `firmwareId`: the update is complete; answers its deployment group (null when manual). */

@@ -39,6 +39,14 @@ const DELETE_FOR_FIRMWARE_RETURNING = new PreparedStatement(
 );
 
 /** The `pending_updates` table: at most one firmware waiting for each device. */
+/** A delivered update that ended (failed or ignored): its group and release (null: manual) and its firmware. */
+export interface EndedUpdateRow {
+  deployment_group_id: string | null;
+  deployment_release_id: string | null;
+  firmware_uuid: string;
+  firmware_version: string;
+}
+
 @Injectable()
 export class PendingUpdatesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -265,18 +273,18 @@ export class PendingUpdatesRepository {
   }
 
   /** Deletes the device's delivered update (failed, ignored); answers its deployment group and release if any. */
-  async deleteDeliveredReturning(
-    deviceId: string,
-    tx: Queryable = this.db,
-  ): Promise<{ deployment_group_id: string | null; deployment_release_id: string | null } | null> {
-    const deleted = await tx.query<
-      [{ deployment_group_id: string | null; deployment_release_id: string | null }[], number]
-    >(
-      `DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL
-       RETURNING deployment_group_id, deployment_release_id`,
+  async deleteDeliveredReturning(deviceId: string, tx: Queryable = this.db): Promise<EndedUpdateRow | null> {
+    const [ended] = await tx.query<EndedUpdateRow[]>(
+      `WITH ended AS (
+         DELETE FROM pending_updates WHERE device_id = $1 AND delivered_at IS NOT NULL
+         RETURNING deployment_group_id, deployment_release_id, firmware_id
+       )
+       SELECT e.deployment_group_id, e.deployment_release_id, f.uuid AS firmware_uuid,
+              f.version AS firmware_version
+         FROM ended e JOIN firmwares f ON f.id = e.firmware_id`,
       [deviceId],
     );
-    return deleted[0][0] ?? null;
+    return ended ?? null;
   }
 
   /** Deletes the device's update to `firmwareId` (it runs it); answers its deployment group if any, else null. */

@@ -123,15 +123,27 @@ export const EVENT_TYPES: readonly EventTypeDoc[] = [
     type: 'update.failed',
     version: 1,
     description:
-      "A deployment group's update of a device failed: the device reported it failed or ignored it, or it did not " +
-      'complete in time',
+      "A device's update failed: the device reported it failed or ignored it, or (a deployment group's) it did " +
+      'not complete in time',
     subject: 'device:<identifier>',
     data: {
       identifier: IDENTIFIER,
       product: PRODUCT,
-      deployment_group: GROUP,
-      release: { type: 'integer', description: 'The number of the release it was updating to' },
-      reason: { type: 'string', description: '`reported` (failed or ignored) or `expired`' },
+      deployment_group: {
+        type: 'string?',
+        description: 'The deployment group that sent it (null: a manual upgrade)',
+      },
+      release: {
+        type: 'integer?',
+        description: 'The number of the release it was updating to (null: a manual upgrade)',
+      },
+      firmware_uuid: { type: 'string', description: 'The firmware the device was updated to' },
+      firmware_version: { type: 'string', description: 'Its version' },
+      via: { type: 'string', description: '`deployment_group` or `manual`' },
+      reason: {
+        type: 'string',
+        description: "`reported` (failed or ignored) or `expired` (a deployment group's only)",
+      },
     },
   },
   {

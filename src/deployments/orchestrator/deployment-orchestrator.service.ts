@@ -349,12 +349,14 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
 
   /**
    * A device's delivered update failed or was ignored: the row goes and, for an orchestrated update, the failure
-   * is recorded in the same transaction; then the group's leader is poked. Answers whether there was a row.
+   * is recorded in the same transaction (a manual upgrade's: its `update.failed` event); then the group's leader
+   * is poked. Answers whether there was a row.
    */
   private async updateFailed(deviceId: string, outcome: FailedOutcome): Promise<boolean> {
     const ended = await this.transactions.run(async (tx) => {
       const row = await this.firmwares.endDeliveredUpdateOf(deviceId, tx);
       if (row?.releaseId) await this.recordFailures(row.releaseId, [deviceId], true, tx);
+      else if (row) await this.emitManualFailure(deviceId, row.firmware, tx);
       return row;
     });
     if (ended?.groupId) {
@@ -445,6 +447,9 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
           product,
           deployment_group: rule.group_name,
           release: rule.release_number,
+          firmware_uuid: rule.firmware_uuid,
+          firmware_version: rule.firmware_version,
+          via: 'deployment_group',
           reason: reported ? 'reported' : 'expired',
           actor: system,
         },
@@ -465,6 +470,39 @@ export class DeploymentOrchestrator implements OnApplicationBootstrap, OnApplica
         });
     }
     await this.outbox.emitMany(tx, events);
+  }
+
+  /**
+   * The `update.failed` event of a manual upgrade the device reported failed or ignored, in its transaction (no
+   * attempt counted, no penalty box: those are a deployment group's rules, as in NervesHub).
+   */
+  private async emitManualFailure(
+    deviceId: string,
+    firmware: { uuid: string; version: string },
+    tx: Tx,
+  ): Promise<void> {
+    const [device] = await this.devices.identifiersOf([deviceId], tx);
+    if (!device) return;
+    const product = await this.products.nameById(device.product_id, tx);
+    await this.outbox.emitMany(tx, [
+      {
+        orgId: device.org_id,
+        type: 'update.failed',
+        product,
+        subject: `device:${device.identifier}`,
+        data: {
+          identifier: device.identifier,
+          product,
+          deployment_group: null,
+          release: null,
+          firmware_uuid: firmware.uuid,
+          firmware_version: firmware.version,
+          via: 'manual',
+          reason: 'reported',
+          actor: { type: 'system' },
+        },
+      },
+    ]);
   }
 
   /** A device joined here: its group's leader is poked (devices gathered for `onlineBatchMs`). */

@@ -13,11 +13,16 @@ export interface ClaimableGroup {
 /** The group rules an ended update is judged by (the group of the update's release). */
 export interface FailureRule {
   group_id: string;
-  /** For the webhook events of the failures: the group's organization, name, product and the release's number. */
+  /**
+   * For the webhook events of the failures: the group's organization, name, product, the release's number and
+   * firmware.
+   */
   org_id: string;
   group_name: string;
   product_id: string;
   release_number: number;
+  firmware_uuid: string;
+  firmware_version: string;
   device_failure_threshold: number;
   device_failure_rate_seconds: number;
   device_failure_rate_amount: number;
@@ -91,9 +96,11 @@ export class DeploymentOrchestratorRepository {
   async failureRuleOfRelease(releaseId: string, tx: Queryable = this.db): Promise<FailureRule | null> {
     const [row] = await tx.query<FailureRule[]>(
       `SELECT g.id AS group_id, g.org_id, g.name AS group_name, g.product_id, r.number AS release_number,
+              f.uuid AS firmware_uuid, f.version AS firmware_version,
               g.device_failure_threshold, g.device_failure_rate_seconds,
               g.device_failure_rate_amount, g.penalty_timeout_minutes
          FROM deployment_releases r JOIN deployment_groups g ON g.id = r.deployment_group_id
+         JOIN firmwares f ON f.id = r.firmware_id
         WHERE r.id = $1`,
       [releaseId],
     );
