@@ -212,10 +212,10 @@ describe('webhook events of the fleet: bulk changes, imports, health alarms, cer
     });
   });
 
-  it('an import: device.created (via import) for each device it creates, not for those it leaves', async () => {
+  it('an import: device.created (via import) and certificate.registered for each device it creates, not for those it leaves', async () => {
     const product = await t.fixtures.product(admin, org, unique('imp-'));
     const r = await receiver();
-    await hook(r.url(), { event_types: ['device.created'], product });
+    await hook(r.url(), { event_types: ['device.created', 'certificate.registered'], product });
     const certs = await generateTngCertificates(5, 40_000_000 + Math.floor(Math.random() * 1_000_000));
     const send = (entries: typeof certs) =>
       t
@@ -235,14 +235,31 @@ describe('webhook events of the fleet: bulk changes, imports, health alarms, cer
     await waitJob((await send(certs.slice(0, 3))).headers.location);
     // Sent again with two more: only the two new devices are created.
     await waitJob((await send(certs)).headers.location);
-    const got = await settled(r, 5);
-    expect(got).toHaveLength(5);
-    expect(subjects(got)).toEqual(certs.map((c) => `device:${c.identifier}`).sort());
-    expect(got[0].json).toMatchObject({
-      type: 'device.created',
-      product,
-      data: { product, via: 'import', actor: { type: 'user', email: admin.user.email } },
-    });
+    const got = await settled(r, 10);
+    expect(got).toHaveLength(10);
+    const actor = { type: 'user', email: admin.user.email };
+    // Each device once, its creation before its certificate (in order per subject).
+    for (const { identifier } of certs) {
+      const own = got.filter((g) => g.json.subject === `device:${identifier}`).map((g) => g.json);
+      expect(own).toEqual([
+        expect.objectContaining({
+          type: 'device.created',
+          product,
+          data: { identifier, product, via: 'import', actor },
+        }),
+        expect.objectContaining({
+          type: 'certificate.registered',
+          product,
+          data: {
+            kind: 'device',
+            identifier,
+            serial: expect.stringMatching(/^[0-9]+$/),
+            fingerprint: expect.stringMatching(/^[0-9A-F:]+$|^[0-9a-f]+$/),
+            actor,
+          },
+        }),
+      ]);
+    }
   });
 
   it('health alarms: raised and cleared once per alarm, on transitions only', async () => {

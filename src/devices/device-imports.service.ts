@@ -9,6 +9,7 @@ import { Created, pathSegment } from '../common/http/created';
 import { normaliseTags, parseBigId } from '../common/values';
 import { Transactions, type Tx } from '../database/transactions';
 import { ProductsService } from '../products/products.service';
+import type { OutboxEvent } from '../webhooks/webhook-event-types';
 import { WebhookOutbox } from '../webhooks/webhook-outbox';
 import type { DeviceImportError } from './device-import.entity';
 import { type DeviceImportRow, DeviceImportsRepository } from './device-imports.repository';
@@ -134,21 +135,41 @@ export class DeviceImportsService {
     const { orgId } = access;
     const productId = product.id;
     const seen = new Map<string, number>();
-    // `device.created` for each device a batch creates, when a webhook wants it (asked once per job).
-    const announce = await this.outbox.wanted([{ orgId, product: product.name }], ['device.created']);
-    const created = async (identifiers: Map<string, string>, tx: Tx) => {
-      if (!announce || identifiers.size === 0) return;
-      const actor = { type: 'user', email: access.actor.email };
-      await this.outbox.emitMany(
-        tx,
-        [...identifiers.keys()].map((identifier) => ({
-          orgId,
-          type: 'device.created',
-          product: product.name,
-          subject: `device:${identifier}`,
-          data: { identifier, product: product.name, via: 'import', actor },
-        })),
-      );
+    // `device.created` for each device a batch creates and `certificate.registered` for each certificate it
+    // stores, each when a webhook wants it (asked once per job); a device's creation comes before its certificate.
+    const targets = [{ orgId, product: product.name }];
+    const [announceDevices, announceCertificates] = await Promise.all([
+      this.outbox.wanted(targets, ['device.created']),
+      this.outbox.wanted(targets, ['certificate.registered']),
+    ]);
+    const actor = { type: 'user', email: access.actor.email };
+    const announce = async (
+      created: Iterable<string>,
+      registered: { identifier: string; serial: string; fingerprint: string }[],
+      tx: Tx,
+    ) => {
+      const events: OutboxEvent[] = [];
+      if (announceDevices) {
+        for (const identifier of created)
+          events.push({
+            orgId,
+            type: 'device.created',
+            product: product.name,
+            subject: `device:${identifier}`,
+            data: { identifier, product: product.name, via: 'import', actor },
+          });
+      }
+      if (announceCertificates) {
+        for (const { identifier, serial, fingerprint } of registered)
+          events.push({
+            orgId,
+            type: 'certificate.registered',
+            product: product.name,
+            subject: `device:${identifier}`,
+            data: { kind: 'device', identifier, serial, fingerprint, actor },
+          });
+      }
+      if (events.length > 0) await this.outbox.emitMany(tx, events);
     };
     for (let start = 0; start < manifest.length; start += BATCH) {
       const errors: DeviceImportError[] = [];
@@ -176,7 +197,6 @@ export class DeviceImportsService {
       const counts = await this.transactions.run(async (tx) => {
         const identifiers = entries.map(({ entry }) => entry.identifier);
         const inserted = await this.imports.insertDevices(orgId, productId, identifiers, tags, tx);
-        await created(inserted, tx);
         const devices = await this.imports.findDevices(identifiers, tx);
         const items: { index: number; deviceId: string; identifier: string; cert: ReadEntry['cert'] }[] = [];
         for (const { index, entry } of entries) {
@@ -192,12 +212,19 @@ export class DeviceImportsService {
           }
         }
         const outcomes = await this.certificates.importForDevices(orgId, items, tx);
+        const registered: { identifier: string; serial: string; fingerprint: string }[] = [];
         let unchanged = 0;
         outcomes.forEach((outcome, i) => {
           const item = items[i];
-          if (outcome === 'present') {
+          if (outcome === 'added') {
+            registered.push({
+              identifier: item.identifier,
+              serial: item.cert.serial,
+              fingerprint: item.cert.fingerprint,
+            });
+          } else if (outcome === 'present') {
             if (!inserted.has(item.identifier)) unchanged++;
-          } else if (outcome !== 'added') {
+          } else {
             errors.push({
               index: item.index,
               identifier: item.identifier,
@@ -205,6 +232,7 @@ export class DeviceImportsService {
             });
           }
         });
+        await announce(inserted.keys(), registered, tx);
         errors.sort((x, y) => x.index - y.index);
         const batch = {
           processed: Math.min(BATCH, manifest.length - start),
