@@ -74,8 +74,30 @@ export interface ScenarioResult {
   ratio_to_floor?: number;
   /** bench/framework-floor.ts (NestJS + Express answering the same body with fleethub's cache and limiter). */
   framework_floor?: Measurement;
+  /** The median of the rounds' throughput ratios (`framework_floor` and `fleethub` are that round's). */
   ratio_to_framework_floor?: number;
+  /** The median of the rounds' CPU-per-request ratios (framework floor's ÷ fleethub's). */
+  cpu_ratio_to_framework_floor?: number;
+  /** fleethub and the framework floor measured in turn, round after round (the machine's load drifts). */
+  framework_rounds?: FrameworkRound[];
   created_rows_removed?: number;
+}
+
+/** One round of fleethub, then the framework floor, right after it. */
+export interface FrameworkRound {
+  fleethub_rps: number;
+  framework_floor_rps: number;
+  fleethub_cpu_ms: number | null;
+  framework_floor_cpu_ms: number | null;
+  ratio: number;
+  cpu_ratio: number | null;
+}
+
+/** The median of some numbers (the lower middle one of an even count), or null. */
+export function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
 export interface UploadRun {
@@ -174,7 +196,9 @@ export function renderFrameworkFloor(scenarios: ScenarioResult[], lines: string[
       "what fleethub's own per-request work costs (goal ≥ 0.9, by throughput and by CPU time per request: a server " +
       'starved by other processes during its measurement loses throughput, not CPU per request); fleethub ÷ bare ' +
       'floor adds the cost of NestJS and Express themselves, which the design card fixes (reported). Server CPU per ' +
-      "request = the server's CPU time ÷ requests answered.",
+      "request = the server's CPU time ÷ requests answered. The two are measured in turn, round after round (the " +
+      "machine's load drifts within a minute); each ratio is the median of the rounds' ratios, and the table's " +
+      'requests per second are those of the round with the median throughput ratio.',
   );
   lines.push('');
   lines.push(
@@ -191,6 +215,24 @@ export function renderFrameworkFloor(scenarios: ScenarioResult[], lines: string[
     );
   }
   lines.push('');
+  for (const s of measured.filter((m) => m.framework_rounds && m.framework_rounds.length > 1)) {
+    lines.push(
+      `\`${s.name}\`, round by round (fleethub, then the framework floor): median throughput ratio ` +
+        `**${fmt(s.ratio_to_framework_floor)}**, median CPU-per-request ratio **${fmt(s.cpu_ratio_to_framework_floor)}**.`,
+    );
+    lines.push('');
+    lines.push(
+      '| Round | fleethub req/s | framework floor req/s | throughput ratio | CPU per request: fleethub / framework floor | CPU ratio |',
+    );
+    lines.push('| ---: | ---: | ---: | ---: | ---: | ---: |');
+    s.framework_rounds!.forEach((r, i) =>
+      lines.push(
+        `| ${i + 1} | ${r.fleethub_rps} | ${r.framework_floor_rps} | ${fmt(r.ratio)} | ` +
+          `${fmt(r.fleethub_cpu_ms)} ms / ${fmt(r.framework_floor_cpu_ms)} ms | ${fmt(r.cpu_ratio)} |`,
+      ),
+    );
+    lines.push('');
+  }
 }
 
 function earlierRuns(merged: MergedFrom): string {

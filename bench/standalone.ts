@@ -12,6 +12,7 @@ import { BUILD_DIR, ROOT } from './paths';
 import { children } from './processes';
 import type { SocketRun, Goal } from './sockets';
 import type { TelemetryResults } from './telemetry';
+import { median } from './report';
 
 export type { MtlsResults } from './mtls';
 export type { TelemetryResults } from './telemetry';
@@ -73,10 +74,6 @@ export async function runStandalone<T>(
 const n = (x: number | null | undefined) => (typeof x === 'number' ? x.toLocaleString('en') : '–');
 const secondsOf = (ms: number | null | undefined) =>
   ms === null || ms === undefined ? 'not all within the time limit' : `${(ms / 1000).toFixed(1)} s`;
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? null : sorted[Math.floor((sorted.length - 1) / 2)];
-};
 
 /** Issue #17, point 6. */
 export function mtlsGoals(run: Standalone<MtlsResults> | null | undefined): Goal[] {
