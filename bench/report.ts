@@ -196,9 +196,12 @@ export function renderFrameworkFloor(scenarios: ScenarioResult[], lines: string[
       "what fleethub's own per-request work costs (goal ≥ 0.9, by throughput and by CPU time per request: a server " +
       'starved by other processes during its measurement loses throughput, not CPU per request); fleethub ÷ bare ' +
       'floor adds the cost of NestJS and Express themselves, which the design card fixes (reported). Server CPU per ' +
-      "request = the server's CPU time ÷ requests answered. The two are measured in turn, round after round (the " +
-      "machine's load drifts within a minute); each ratio is the median of the rounds' ratios, and the table's " +
-      'requests per second are those of the round with the median throughput ratio.',
+      "request = the server's CPU time ÷ requests answered." +
+      (measured.some((s) => (s.framework_rounds?.length ?? 1) > 1)
+        ? " The two are measured in turn, round after round (the machine's load drifts within a minute); each " +
+          "ratio is the median of the rounds' ratios, and the table's requests per second are those of the round " +
+          'with the median throughput ratio.'
+        : ''),
   );
   lines.push('');
   lines.push(
