@@ -913,9 +913,23 @@ async function main(): Promise<void> {
         merged.push(section);
         mergedDates[section] = measuredAt(previous, section);
       };
-      if (results.length === 0 && previous.scenarios.length > 0) {
-        results.push(...previous.scenarios);
-        keep('HTTP scenarios');
+      // Scenario by scenario: those measured now replace theirs, the others stay, in the published order.
+      const measuredNow = new Map(results.map((r) => [r.name, r]));
+      const kept = previous.scenarios.filter((p) => !measuredNow.has(p.name));
+      if (kept.length > 0) {
+        const previousNames = new Set(previous.scenarios.map((p) => p.name));
+        results.splice(
+          0,
+          results.length,
+          ...previous.scenarios.map((p) => measuredNow.get(p.name) ?? p),
+          ...results.filter((r) => !previousNames.has(r.name)),
+        );
+        const section =
+          kept.length === previous.scenarios.length
+            ? 'HTTP scenarios'
+            : `HTTP scenarios other than ${[...measuredNow.keys()].join(', ')}`;
+        merged.push(section);
+        mergedDates[section] = measuredAt(previous, 'HTTP scenarios');
       }
       if (!upload && previous.upload) {
         upload = previous.upload;
