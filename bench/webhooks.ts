@@ -68,6 +68,21 @@ const API_RATE = num('api-rate', 100);
 const BASELINE_SECONDS = num('baseline-seconds', 10);
 const DRAIN_SECONDS = num('drain-seconds', 60);
 const TICK_MS = 100;
+/**
+ * The server's webhook settings for throughput, unless the harness's environment gives its own: no rate limit per
+ * endpoint (the server's default of 50 a second would cap the benchmark), 32 attempts in flight per endpoint, 512 in
+ * all. Every other FLEETHUB_WEBHOOK_* of the environment passes through too (startProcess).
+ */
+const SERVER_WEBHOOK_ENV: Record<string, string> = {
+  FLEETHUB_WEBHOOK_RATE_PER_SEC: '0',
+  FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT: '32',
+  FLEETHUB_WEBHOOK_CONCURRENCY: '512',
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[0].startsWith('FLEETHUB_WEBHOOK_') && e[1] !== undefined,
+    ),
+  ),
+};
 const P99_GOAL_MS = 2000;
 const PRODUCT = 'webhooks';
 const t0 = Date.now();
@@ -109,7 +124,7 @@ export interface WebhookResults {
     endpoints: number;
     devices: number;
     api_rate: number;
-    /** FLEETHUB_WEBHOOK_* given to the harness (the server inherits them; the defaults otherwise). */
+    /** FLEETHUB_WEBHOOK_* given to the server: the harness's defaults (SERVER_WEBHOOK_ENV) and its environment's. */
     server_webhook_env: Record<string, string>;
     producer: string;
   };
@@ -227,6 +242,38 @@ function startProducer(db: Client, ring: Ring, firmwareId: string, rate: number)
 
 // ---------------------------------------------------------------- measurement
 
+/**
+ * Gives up the webhooks' pending deliveries (as their retry window would) while the server still sends them: in
+ * batches of 1,000 rows taken in id order with `FOR UPDATE SKIP LOCKED`, so that this never waits for a row the
+ * dispatcher holds (its claim or its record of successes) and the dispatcher never waits for many rows this holds.
+ * One `UPDATE` of every pending row deadlocked with the dispatcher's batched records (each locking rows in its own
+ * order). Rows skipped because they were locked are taken by a later batch; the number given up.
+ */
+async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const batch = await db.query(
+      `WITH doomed AS (
+         SELECT id FROM webhook_deliveries
+          WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])
+          ORDER BY id LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET state = 'failed', completed_at = now()
+         FROM doomed WHERE d.id = doomed.id`,
+      [webhookIds],
+    );
+    total += batch.rowCount ?? 0;
+    if ((batch.rowCount ?? 0) > 0) continue;
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
+      [webhookIds],
+    );
+    if (rows[0].n === 0) return total;
+    await sleep(50);
+  }
+}
+
 async function maxEventId(db: Client): Promise<number> {
   const { rows } = await db.query<{ id: string | null }>(`SELECT max(id) AS id FROM webhook_events`);
   return Number(rows[0].id ?? 0);
@@ -317,11 +364,7 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
   const stats = await c.receivers.collect(Number.MAX_SAFE_INTEGER);
   // What the healthy endpoints did not get within the drain is given up here (as the retry window would), so that
   // the next phase starts without this one's backlog; the number is reported.
-  const backlog = await c.db.query<{ n: number }>(
-    `UPDATE webhook_deliveries SET state = 'failed', completed_at = now()
-      WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
-    [c.healthyWebhookIds],
-  );
+  const undelivered = await giveUpBacklog(c.db, c.healthyWebhookIds);
   const delivered = counts1.received.reduce((a, b) => a + b, 0) - counts0.received.reduce((a, b) => a + b, 0);
   const p99s = stats.endpoints.map((e) => e.latency_ms?.p99 ?? null).filter((v): v is number => v !== null);
   const maxes = stats.endpoints.map((e) => e.latency_ms?.max ?? null).filter((v): v is number => v !== null);
@@ -332,7 +375,7 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
     events_produced: produced,
     events_produced_per_s: Math.round(produced / elapsed),
     events_by_type: eventsByType,
-    undelivered_after_drain: backlog.rowCount ?? 0,
+    undelivered_after_drain: undelivered,
     delivered_per_s: Math.round(delivered / elapsed),
     drained_after_s: drainedAfter === null ? null : Number(drainedAfter.toFixed(1)),
     endpoints: stats.endpoints,
@@ -562,6 +605,7 @@ async function main(): Promise<void> {
         FLEETHUB_RATE_LIMIT_API_PER_MIN: '10000000',
         // The harness's environment passes through (startProcess), so FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT and
         // the like can be tried without an edit.
+        ...SERVER_WEBHOOK_ENV,
         FLEETHUB_WEBHOOK_HTTP_HOSTS: '127.0.0.1',
         FLEETHUB_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
       },
@@ -628,11 +672,7 @@ async function main(): Promise<void> {
         endpoints: ENDPOINTS,
         devices: DEVICES,
         api_rate: API_RATE,
-        server_webhook_env: Object.fromEntries(
-          Object.entries(process.env).filter(
-            (e): e is [string, string] => e[0].startsWith('FLEETHUB_WEBHOOK_') && e[1] !== undefined,
-          ),
-        ),
+        server_webhook_env: SERVER_WEBHOOK_ENV,
         producer:
           `a rollout's own statements (the orchestrator's claim, the gateway's MARK_DELIVERED and coalesced ` +
           `RECORD_PROGRESS, the completion's delete) issued by the harness over ${DEVICES.toLocaleString('en')} ` +
