@@ -30,7 +30,8 @@
  *
  * Options: `--events-per-sec=N` (10000), `--seconds=S` (30), `--endpoints=N` (10), `--devices=N` (5 × rate),
  * `--api-rate=R` (100), `--baseline-seconds=S` (10), `--drain-seconds=S` (60), `--out=FILE` (the JSON),
- * `--publish` (the "Webhooks (issue 32)" section of docs/benchmarks.md; kept when `npm run bench` rewrites it).
+ * `--publish` (the "Webhooks (issue 32)" section of docs/benchmarks.md; kept when `npm run bench` rewrites it),
+ * `--producer-only` (the producer alone, nothing delivered: measureProducer).
  * Database: BENCH_DATABASE_URL, else the embedded cluster in .bench-data (database fleethub_bench_webhooks).
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -232,10 +233,10 @@ function startProducer(db: Client, ring: Ring, firmwareId: string, rate: number)
     }
   })();
   return {
-    async stop(): Promise<{ behindTicks: number }> {
+    async stop(): Promise<{ behindTicks: number; stepped: number }> {
       stopped = true;
       await loop;
-      return { behindTicks };
+      return { behindTicks, stepped };
     },
   };
 }
@@ -394,6 +395,50 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
   };
   log(`phase ${label}: ${JSON.stringify({ ...results, endpoints: undefined })}`);
   return results;
+}
+
+/**
+ * `--producer-only`: the producer without a server, so nothing is delivered: `--endpoints` webhooks (0: none) are
+ * inserted directly, wanting every `update.*` event, and the producer runs `--seconds` at `--events-per-sec`. What
+ * it reaches when the deliveries do not compete for PostgreSQL (with 0 webhooks the triggers find nobody to write
+ * for: steps are counted, no event is written).
+ */
+async function measureProducer(
+  db: Client,
+  producerDb: Client,
+  postmaster: number | null,
+  orgId: string,
+  deviceIds: string[],
+  firmwareId: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO webhooks (org_id, url, event_types, product, secret_encrypted)
+     SELECT $1, 'http://127.0.0.1:9/hook', ARRAY['update.*'], $2, '\\x00'::bytea FROM generate_series(1, $3::int)`,
+    [orgId, PRODUCT, ENDPOINTS],
+  );
+  const ring: Ring = { deviceIds, step: new Uint8Array(deviceIds.length), cursor: 0 };
+  const firstEvent = (await maxEventId(db)) + 1;
+  const pg0 = postmaster === null ? 0 : treeCpuSeconds([postmaster]);
+  log(`producer only: ${SECONDS} s at ${RATE} events/s, ${ENDPOINTS} webhooks, ${deviceIds.length} devices`);
+  const started = Date.now();
+  const producer = startProducer(producerDb, ring, firmwareId, RATE);
+  await sleep(SECONDS * 1000);
+  const { behindTicks, stepped } = await producer.stop();
+  const elapsed = (Date.now() - started) / 1000;
+  const pg1 = postmaster === null ? 0 : treeCpuSeconds([postmaster]);
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id >= $1`, [
+    firstEvent,
+  ]);
+  const result = {
+    seconds: Number(elapsed.toFixed(1)),
+    events_target_per_s: RATE,
+    steps_per_s: Math.round(stepped / elapsed),
+    events_produced_per_s: Math.round(rows[0].n / elapsed),
+    ticks_over_100_ms: behindTicks,
+    postgres_cpu_percent_of_one_core: postmaster === null ? null : pct(pg1 - pg0, elapsed),
+  };
+  log(`producer only: ${JSON.stringify(result)}`);
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }
 
 // ---------------------------------------------------------------- goals and report
@@ -584,6 +629,10 @@ async function main(): Promise<void> {
     const deviceIds = devices.rows.map((d) => d.id);
     const backend = (await db.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0].pid;
     const postmaster = database.embedded ? postmasterOf(backend) : null;
+    if (args.has('producer-only')) {
+      await measureProducer(db, producerDb, postmaster, orgId, deviceIds, firmwareId);
+      return;
+    }
 
     const started = await Receivers.start(ENDPOINTS);
     receivers = started.receivers;
