@@ -426,9 +426,10 @@ async function measureProducer(
   const { behindTicks, stepped } = await producer.stop();
   const elapsed = (Date.now() - started) / 1000;
   const pg1 = postmaster === null ? 0 : treeCpuSeconds([postmaster]);
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id >= $1`, [
-    firstEvent,
-  ]);
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_events WHERE id >= $1`,
+    [firstEvent],
+  );
   const result = {
     seconds: Number(elapsed.toFixed(1)),
     events_target_per_s: RATE,

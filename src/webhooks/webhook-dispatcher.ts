@@ -192,7 +192,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       this.wakeForTokens();
       const token = randomUUID();
       const skip = [...new Set([...saturated, ...throttled])];
-      const rooms = new Map([...this.inFlight].map(([id, n]) => [id, Math.max(0, concurrencyPerEndpoint - n)]));
+      const rooms = new Map(
+        [...this.inFlight].map(([id, n]) => [id, Math.max(0, concurrencyPerEndpoint - n)]),
+      );
       const claimed = await this.outbox.claim(
         room,
         timeoutMs + LEASE_MARGIN_MS,

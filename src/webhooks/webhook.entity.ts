@@ -126,7 +126,9 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
  * on each page for the claim's new row version: the claim changes no indexed column, so it is a HOT update.
  */
 @Entity('webhook_deliveries')
-@Index('webhook_deliveries_webhook_due_idx', ['webhookId', 'nextAttemptAt', 'id'], { where: "state = 'pending'" })
+@Index('webhook_deliveries_webhook_due_idx', ['webhookId', 'nextAttemptAt', 'id'], {
+  where: "state = 'pending'",
+})
 @Index('webhook_deliveries_subject_idx', ['webhookId', 'subject', 'eventSeq'], { where: "state = 'pending'" })
 @Index('webhook_deliveries_webhook_event_key', ['webhookId', 'eventSeq'], { unique: true })
 @Index('webhook_deliveries_event_seq_idx', ['eventSeq'])
