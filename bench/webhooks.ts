@@ -245,10 +245,12 @@ function startProducer(db: Client, ring: Ring, firmwareId: string, rate: number)
 
 /**
  * Gives up the webhooks' pending deliveries (as their retry window would) while the server still sends them: in
- * batches of 1,000 rows taken in id order with `FOR UPDATE SKIP LOCKED`, so that this never waits for a row the
- * dispatcher holds (its claim or its record of successes) and the dispatcher never waits for many rows this holds.
- * One `UPDATE` of every pending row deadlocked with the dispatcher's batched records (each locking rows in its own
- * order). Rows skipped because they were locked are taken by a later batch; the number given up.
+ * batches of 5,000 rows taken with `FOR UPDATE SKIP LOCKED`, so that this never waits for a row the dispatcher holds
+ * (its claim or its record of successes): the dispatcher may wait for a batch, never the reverse, so there is no
+ * cycle. One `UPDATE` of every pending row deadlocked with the dispatcher's batched records (each locking rows in
+ * its own order). No `ORDER BY id`: it walked the primary key through every delivered row for each batch; the
+ * partial indexes of pending rows serve this as it is. Rows skipped because they were locked are taken by a later
+ * batch; the number given up.
  */
 async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> {
   let total = 0;
@@ -257,7 +259,7 @@ async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> 
       `WITH doomed AS (
          SELECT id FROM webhook_deliveries
           WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])
-          ORDER BY id LIMIT 1000
+          LIMIT 5000
             FOR UPDATE SKIP LOCKED
        )
        UPDATE webhook_deliveries d SET state = 'failed', completed_at = now()
