@@ -1,10 +1,16 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The outbox's write linear in the events of a statement; claims per webhook; HOT claims. */
+/**
+ * The outbox's write linear in the events of a statement; claims per webhook; HOT claims; the delivery log without
+ * a foreign key to the webhook (its delivery has one).
+ */
 export class WebhookThroughput1795961190459 implements MigrationInterface {
   name = 'WebhookThroughput1795961190459';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `ALTER TABLE "webhook_delivery_attempts" DROP CONSTRAINT "FK_725c47333f472fdc303e23fc827"`,
+    );
     await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_due_idx"`);
     await queryRunner.query(
       `CREATE INDEX "webhook_deliveries_webhook_due_idx" ON "webhook_deliveries"  ("webhook_id", "next_attempt_at", "id") WHERE state = 'pending'`,
@@ -82,6 +88,9 @@ export class WebhookThroughput1795961190459 implements MigrationInterface {
     await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_webhook_due_idx"`);
     await queryRunner.query(
       `CREATE INDEX "webhook_deliveries_due_idx" ON "webhook_deliveries"  ("next_attempt_at", "id") WHERE state = 'pending'`,
+    );
+    await queryRunner.query(
+      `ALTER TABLE "webhook_delivery_attempts" ADD CONSTRAINT "FK_725c47333f472fdc303e23fc827" FOREIGN KEY ("webhook_id") REFERENCES "webhooks"("id") ON DELETE CASCADE ON UPDATE NO ACTION`,
     );
   }
 }

@@ -193,10 +193,15 @@ export class WebhookDeliveryAttempt {
   @JoinColumn({ name: 'delivery_id' })
   delivery?: WebhookDelivery;
 
+  /**
+   * The delivery's webhook, copied for the log's index. No foreign key (migration WebhookThroughput): the attempt
+   * goes with its delivery, which goes with its webhook; the check cost every attempt a lookup and a share lock on
+   * the webhook's row, which every concurrent delivery's record also locks.
+   */
   @Column({ name: 'webhook_id', type: 'bigint' })
   webhookId: string;
 
-  @ManyToOne(() => Webhook, { onDelete: 'CASCADE' })
+  @ManyToOne(() => Webhook, { onDelete: 'CASCADE', createForeignKeyConstraints: false })
   @JoinColumn({ name: 'webhook_id' })
   webhook?: Webhook;
 
