@@ -30,7 +30,8 @@
  *
  * Options: `--events-per-sec=N` (10000), `--seconds=S` (30), `--endpoints=N` (10), `--devices=N` (5 × rate),
  * `--api-rate=R` (100), `--baseline-seconds=S` (10), `--drain-seconds=S` (60), `--out=FILE` (the JSON),
- * `--publish` (the "Webhooks (issue 32)" section of docs/benchmarks.md; kept when `npm run bench` rewrites it).
+ * `--publish` (the "Webhooks (issue 32)" section of docs/benchmarks.md; kept when `npm run bench` rewrites it),
+ * `--producer-only` (the producer alone, nothing delivered: measureProducer).
  * Database: BENCH_DATABASE_URL, else the embedded cluster in .bench-data (database fleethub_bench_webhooks).
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -68,6 +69,21 @@ const API_RATE = num('api-rate', 100);
 const BASELINE_SECONDS = num('baseline-seconds', 10);
 const DRAIN_SECONDS = num('drain-seconds', 60);
 const TICK_MS = 100;
+/**
+ * The server's webhook settings for throughput, unless the harness's environment gives its own: no rate limit per
+ * endpoint (the server's default of 50 a second would cap the benchmark), 32 attempts in flight per endpoint, 512 in
+ * all. Every other FLEETHUB_WEBHOOK_* of the environment passes through too (startProcess).
+ */
+const SERVER_WEBHOOK_ENV: Record<string, string> = {
+  FLEETHUB_WEBHOOK_RATE_PER_SEC: '0',
+  FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT: '32',
+  FLEETHUB_WEBHOOK_CONCURRENCY: '512',
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[0].startsWith('FLEETHUB_WEBHOOK_') && e[1] !== undefined,
+    ),
+  ),
+};
 const P99_GOAL_MS = 2000;
 const PRODUCT = 'webhooks';
 const t0 = Date.now();
@@ -109,7 +125,7 @@ export interface WebhookResults {
     endpoints: number;
     devices: number;
     api_rate: number;
-    /** FLEETHUB_WEBHOOK_* given to the harness (the server inherits them; the defaults otherwise). */
+    /** FLEETHUB_WEBHOOK_* given to the server: the harness's defaults (SERVER_WEBHOOK_ENV) and its environment's. */
     server_webhook_env: Record<string, string>;
     producer: string;
   };
@@ -217,15 +233,49 @@ function startProducer(db: Client, ring: Ring, firmwareId: string, rate: number)
     }
   })();
   return {
-    async stop(): Promise<{ behindTicks: number }> {
+    async stop(): Promise<{ behindTicks: number; stepped: number }> {
       stopped = true;
       await loop;
-      return { behindTicks };
+      return { behindTicks, stepped };
     },
   };
 }
 
 // ---------------------------------------------------------------- measurement
+
+/**
+ * Gives up the webhooks' pending deliveries (as their retry window would) while the server still sends them: in
+ * batches of 5,000 rows taken with `FOR UPDATE SKIP LOCKED`, so that this never waits for a row the dispatcher holds
+ * (its claim or its record of successes): the dispatcher may wait for a batch, never the reverse, so there is no
+ * cycle. One `UPDATE` of every pending row deadlocked with the dispatcher's batched records (each locking rows in
+ * its own order). No `ORDER BY id`: it walked the primary key through every delivered row for each batch; the
+ * partial indexes of pending rows serve this as it is. Rows skipped because they were locked are taken by a later
+ * batch; the number given up.
+ */
+async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const batch = await db.query(
+      `WITH doomed AS (
+         SELECT id FROM webhook_deliveries
+          WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])
+          LIMIT 5000
+            FOR UPDATE SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET state = 'failed', completed_at = now()
+         FROM doomed WHERE d.id = doomed.id`,
+      [webhookIds],
+    );
+    total += batch.rowCount ?? 0;
+    if ((batch.rowCount ?? 0) > 0) continue;
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
+      [webhookIds],
+    );
+    if (rows[0].n === 0) return total;
+    await sleep(50);
+  }
+}
 
 async function maxEventId(db: Client): Promise<number> {
   const { rows } = await db.query<{ id: string | null }>(`SELECT max(id) AS id FROM webhook_events`);
@@ -317,11 +367,7 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
   const stats = await c.receivers.collect(Number.MAX_SAFE_INTEGER);
   // What the healthy endpoints did not get within the drain is given up here (as the retry window would), so that
   // the next phase starts without this one's backlog; the number is reported.
-  const backlog = await c.db.query<{ n: number }>(
-    `UPDATE webhook_deliveries SET state = 'failed', completed_at = now()
-      WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
-    [c.healthyWebhookIds],
-  );
+  const undelivered = await giveUpBacklog(c.db, c.healthyWebhookIds);
   const delivered = counts1.received.reduce((a, b) => a + b, 0) - counts0.received.reduce((a, b) => a + b, 0);
   const p99s = stats.endpoints.map((e) => e.latency_ms?.p99 ?? null).filter((v): v is number => v !== null);
   const maxes = stats.endpoints.map((e) => e.latency_ms?.max ?? null).filter((v): v is number => v !== null);
@@ -332,7 +378,7 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
     events_produced: produced,
     events_produced_per_s: Math.round(produced / elapsed),
     events_by_type: eventsByType,
-    undelivered_after_drain: backlog.rowCount ?? 0,
+    undelivered_after_drain: undelivered,
     delivered_per_s: Math.round(delivered / elapsed),
     drained_after_s: drainedAfter === null ? null : Number(drainedAfter.toFixed(1)),
     endpoints: stats.endpoints,
@@ -351,6 +397,51 @@ async function runPhase(c: Context, neverAnsweringEnabled: boolean): Promise<Pha
   };
   log(`phase ${label}: ${JSON.stringify({ ...results, endpoints: undefined })}`);
   return results;
+}
+
+/**
+ * `--producer-only`: the producer without a server, so nothing is delivered: `--endpoints` webhooks (0: none) are
+ * inserted directly, wanting every `update.*` event, and the producer runs `--seconds` at `--events-per-sec`. What
+ * it reaches when the deliveries do not compete for PostgreSQL (with 0 webhooks the triggers find nobody to write
+ * for: steps are counted, no event is written).
+ */
+async function measureProducer(
+  db: Client,
+  producerDb: Client,
+  postmaster: number | null,
+  orgId: string,
+  deviceIds: string[],
+  firmwareId: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO webhooks (org_id, url, event_types, product, secret_encrypted)
+     SELECT $1, 'http://127.0.0.1:9/hook', ARRAY['update.*'], $2, '\\x00'::bytea FROM generate_series(1, $3::int)`,
+    [orgId, PRODUCT, ENDPOINTS],
+  );
+  const ring: Ring = { deviceIds, step: new Uint8Array(deviceIds.length), cursor: 0 };
+  const firstEvent = (await maxEventId(db)) + 1;
+  const pg0 = postmaster === null ? 0 : treeCpuSeconds([postmaster]);
+  log(`producer only: ${SECONDS} s at ${RATE} events/s, ${ENDPOINTS} webhooks, ${deviceIds.length} devices`);
+  const started = Date.now();
+  const producer = startProducer(producerDb, ring, firmwareId, RATE);
+  await sleep(SECONDS * 1000);
+  const { behindTicks, stepped } = await producer.stop();
+  const elapsed = (Date.now() - started) / 1000;
+  const pg1 = postmaster === null ? 0 : treeCpuSeconds([postmaster]);
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_events WHERE id >= $1`,
+    [firstEvent],
+  );
+  const result = {
+    seconds: Number(elapsed.toFixed(1)),
+    events_target_per_s: RATE,
+    steps_per_s: Math.round(stepped / elapsed),
+    events_produced_per_s: Math.round(rows[0].n / elapsed),
+    ticks_over_100_ms: behindTicks,
+    postgres_cpu_percent_of_one_core: postmaster === null ? null : pct(pg1 - pg0, elapsed),
+  };
+  log(`producer only: ${JSON.stringify(result)}`);
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }
 
 // ---------------------------------------------------------------- goals and report
@@ -541,6 +632,10 @@ async function main(): Promise<void> {
     const deviceIds = devices.rows.map((d) => d.id);
     const backend = (await db.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0].pid;
     const postmaster = database.embedded ? postmasterOf(backend) : null;
+    if (args.has('producer-only')) {
+      await measureProducer(db, producerDb, postmaster, orgId, deviceIds, firmwareId);
+      return;
+    }
 
     const started = await Receivers.start(ENDPOINTS);
     receivers = started.receivers;
@@ -562,6 +657,7 @@ async function main(): Promise<void> {
         FLEETHUB_RATE_LIMIT_API_PER_MIN: '10000000',
         // The harness's environment passes through (startProcess), so FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT and
         // the like can be tried without an edit.
+        ...SERVER_WEBHOOK_ENV,
         FLEETHUB_WEBHOOK_HTTP_HOSTS: '127.0.0.1',
         FLEETHUB_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
       },
@@ -628,11 +724,7 @@ async function main(): Promise<void> {
         endpoints: ENDPOINTS,
         devices: DEVICES,
         api_rate: API_RATE,
-        server_webhook_env: Object.fromEntries(
-          Object.entries(process.env).filter(
-            (e): e is [string, string] => e[0].startsWith('FLEETHUB_WEBHOOK_') && e[1] !== undefined,
-          ),
-        ),
+        server_webhook_env: SERVER_WEBHOOK_ENV,
         producer:
           `a rollout's own statements (the orchestrator's claim, the gateway's MARK_DELIVERED and coalesced ` +
           `RECORD_PROGRESS, the completion's delete) issued by the harness over ${DEVICES.toLocaleString('en')} ` +

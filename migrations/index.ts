@@ -28,6 +28,7 @@ import { FirmwareDeltas1795937097905 } from './1795937097905-FirmwareDeltas';
 import { Archives1795938194590 } from './1795938194590-Archives';
 import { WebhookFleetEvents1795945685886 } from './1795945685886-WebhookFleetEvents';
 import { WebhookLiveEvents1795945722623 } from './1795945722623-WebhookLiveEvents';
+import { WebhookThroughput1795961190459 } from './1795961190459-WebhookThroughput';
 
 // Every migration, in order. Add new ones at the end; never edit one that has landed.
 export const MIGRATIONS: Function[] = [
@@ -61,4 +62,5 @@ export const MIGRATIONS: Function[] = [
   Archives1795938194590,
   WebhookFleetEvents1795945685886,
   WebhookLiveEvents1795945722623,
+  WebhookThroughput1795961190459,
 ];

@@ -192,7 +192,17 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       this.wakeForTokens();
       const token = randomUUID();
       const skip = [...new Set([...saturated, ...throttled])];
-      const claimed = await this.outbox.claim(room, timeoutMs + LEASE_MARGIN_MS, skip, token);
+      const rooms = new Map(
+        [...this.inFlight].map(([id, n]) => [id, Math.max(0, concurrencyPerEndpoint - n)]),
+      );
+      const claimed = await this.outbox.claim(
+        room,
+        timeoutMs + LEASE_MARGIN_MS,
+        skip,
+        token,
+        concurrencyPerEndpoint,
+        rooms,
+      );
       if (claimed.length === 0) return;
       await this.resolveOrgNames(claimed);
       const surplus: string[] = [];

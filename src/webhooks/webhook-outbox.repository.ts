@@ -166,6 +166,8 @@ export class WebhookOutboxRepository {
    * `subject`, `data` (jsonb) and `ord`, the order to write them in), each written with a new event id and a
    * delivery per enabled webhook of its organization that wants it, in one `INSERT ... SELECT` in the caller's
    * transaction: a change of thousands of devices writes their events without a row crossing to the server.
+   * The deliveries join the events written with `webhooks` itself (statistics, an index), never two CTEs on the
+   * event id: the planner estimates one row for a CTE and a nested loop over two is quadratic in the events.
    * `source` uses parameters `$1..$n` (its `params`). The number of events written.
    */
   async emitSelected(source: EventSource, retryWindowMs: number, tx: Queryable): Promise<number> {
@@ -176,21 +178,21 @@ export class WebhookOutboxRepository {
                 src.type::varchar AS type, src.product::varchar AS product, left(src.subject, 320) AS subject,
                 src.data::jsonb AS data, src.ord
            FROM (${source.sql}) src
-       ), targets AS (
-         SELECT ev.event_id, w.id AS webhook_id
-           FROM ev JOIN webhooks w ON w.org_id = ev.org_id AND w.enabled
-                                  AND (w.product IS NULL OR w.product = ev.product)
-                                  AND w.event_types && ARRAY['*', split_part(ev.type, '.', 1) || '.*', ev.type]::text[]
        ), e AS (
          INSERT INTO webhook_events (event_id, org_id, type, product, subject, data)
          SELECT ev.event_id, ev.org_id, ev.type, ev.product, ev.subject, ev.data FROM ev
-          WHERE EXISTS (SELECT 1 FROM targets t WHERE t.event_id = ev.event_id)
+          WHERE EXISTS (SELECT 1 FROM webhooks w
+                         WHERE w.org_id = ev.org_id AND w.enabled
+                           AND (w.product IS NULL OR w.product = ev.product)
+                           AND w.event_types && ARRAY['*', split_part(ev.type, '.', 1) || '.*', ev.type]::text[])
           ORDER BY ev.ord
-         RETURNING id, event_id, subject
+         RETURNING id, org_id, type, product, subject
        ), d AS (
          INSERT INTO webhook_deliveries (event_seq, webhook_id, subject, give_up_at)
-         SELECT e.id, t.webhook_id, e.subject, now() + ${window}::float8 * interval '1 millisecond'
-           FROM e JOIN targets t ON t.event_id = e.event_id
+         SELECT e.id, w.id, e.subject, now() + ${window}::float8 * interval '1 millisecond'
+           FROM e JOIN webhooks w ON w.org_id = e.org_id AND w.enabled
+                                 AND (w.product IS NULL OR w.product = e.product)
+                                 AND w.event_types && ARRAY['*', split_part(e.type, '.', 1) || '.*', e.type]::text[]
        ), woken AS (
          SELECT pg_notify('${WEBHOOKS_CHANNEL}', '') FROM e LIMIT 1
        )
@@ -234,28 +236,56 @@ export class WebhookOutboxRepository {
    * Claims up to `limit` due deliveries for `leaseMs` under `token`: pending, not leased (or the lease lapsed:
    * its instance died), of an enabled webhook (test events go to disabled ones too) not in `skip`, and first of
    * their webhook and subject (an earlier pending event of the subject, even one waiting for its retry, holds
-   * the later ones back). SKIP LOCKED: instances claiming at once take different rows.
+   * the later ones back); at most `room` of a webhook (`rooms` gives the webhooks with attempts in flight theirs).
+   * Read per webhook, on `webhook_deliveries_webhook_due_idx` (a disabled webhook's test events on the subject
+   * index): an endpoint's backlog, however long (never answering, disabled, throttled), is never scanned to find
+   * another's deliveries. SKIP LOCKED: instances claiming at once take different rows.
    */
-  async claim(limit: number, leaseMs: number, skip: string[], token: string): Promise<ClaimedDelivery[]> {
+  async claim(
+    limit: number,
+    leaseMs: number,
+    skip: string[],
+    token: string,
+    room: number,
+    rooms: ReadonlyMap<string, number> = new Map(),
+  ): Promise<ClaimedDelivery[]> {
     return this.db.query<ClaimedDelivery[]>(
-      `WITH due AS (
-         SELECT d.id FROM webhook_deliveries d
-           JOIN webhooks w ON w.id = d.webhook_id
-           JOIN webhook_events e ON e.id = d.event_seq
-          WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-            AND (d.lease_until IS NULL OR d.lease_until < now())
-            AND (w.enabled OR e.type = 'webhook.test')
-            AND NOT (d.webhook_id = ANY($3::bigint[]))
-            AND NOT EXISTS (
-              SELECT 1 FROM webhook_deliveries p
-               WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.state = 'pending'
-                 AND p.event_seq < d.event_seq)
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT $1
-          FOR UPDATE OF d SKIP LOCKED
+      `WITH hooks AS (
+         SELECT w.id, w.enabled, coalesce(r.room, $5) AS room
+           FROM webhooks w LEFT JOIN unnest($6::bigint[], $7::int[]) AS r(id, room) ON r.id = w.id
+          WHERE NOT (w.id = ANY($3::bigint[]))
+       ), due AS (
+         SELECT c.id, c.next_attempt_at FROM hooks w CROSS JOIN LATERAL (
+           SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.webhook_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= now()
+              AND (d.lease_until IS NULL OR d.lease_until < now())
+              AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p
+                 WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.state = 'pending'
+                   AND p.event_seq < d.event_seq)
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT w.room
+              FOR UPDATE OF d SKIP LOCKED) c
+          WHERE w.enabled AND w.room > 0
+         UNION ALL
+         SELECT c.id, c.next_attempt_at FROM hooks w CROSS JOIN LATERAL (
+           SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+             JOIN webhook_events e ON e.id = d.event_seq AND e.type = 'webhook.test'
+            WHERE d.webhook_id = w.id AND d.subject = 'webhook:' || w.id AND d.state = 'pending'
+              AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+              AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p
+                 WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.state = 'pending'
+                   AND p.event_seq < d.event_seq)
+            ORDER BY d.event_seq
+            LIMIT w.room
+              FOR UPDATE OF d SKIP LOCKED) c
+          WHERE NOT w.enabled AND w.room > 0
+       ), chosen AS (
+         SELECT id FROM due ORDER BY next_attempt_at, id LIMIT $1
        ), claimed AS (
          UPDATE webhook_deliveries d SET lease_until = now() + $2::float8 * interval '1 millisecond', lease_token = $4
-           FROM due WHERE d.id = due.id
+           FROM chosen WHERE d.id = chosen.id
          RETURNING d.id, d.webhook_id, d.event_seq, d.attempts
        )
        SELECT c.id, c.webhook_id, c.attempts, e.event_id, e.type, e.org_id, e.product, e.subject, e.data,
@@ -266,7 +296,7 @@ export class WebhookOutboxRepository {
          JOIN webhook_events e ON e.id = c.event_seq
          JOIN webhooks w ON w.id = c.webhook_id
         ORDER BY e.id`,
-      [limit, leaseMs, skip, token],
+      [limit, leaseMs, skip, token, room, [...rooms.keys()], [...rooms.values()]],
     );
   }
 
