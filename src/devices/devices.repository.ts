@@ -614,7 +614,7 @@ export class DevicesRepository {
     return rows.filter((row) => row.penalised).map((row) => row.id);
   }
 
-  /** The identifiers of these devices (those that still exist), by id. */
+  /** The identifiers of these devices (those that still exist), with their organization and product, by id. */
   async identifiersOf(ids: readonly string[], tx: Queryable = this.db): Promise<DeviceNames[]> {
     return tx.query(
       `SELECT id, identifier, org_id, product_id FROM devices WHERE id = ANY($1::bigint[]) ORDER BY id`,
