@@ -9,11 +9,20 @@
  * per request (user and system, from /proc), then the medians. Under `--cpu-prof` (the default; --no-cpu-prof for
  * clean numbers: the profiler itself costs CPU) it also prints the top packages and functions by self time; the
  * .cpuprofile stays in .bench-data/profiles/ (open it in Chrome DevTools).
+ *
+ * `--callgrind [--requests=N] [--idle-seconds=S]`: instructions instead of seconds. The server runs under valgrind's
+ * callgrind with instrumentation off until it is warm (`--warm-requests`, 20,000 by default, at native speed), then
+ * counts every instruction its threads execute (its JIT-compiled code, V8's collector and compiler threads, libuv's)
+ * in two windows: `S` seconds with no request (what its timers cost while it waits), then exactly `N` requests.
+ * Instructions per request = (load window − idle per second × load window's seconds) ÷ N. Unlike CPU seconds on
+ * this VM, whose speed moves by more than 30 % within minutes (steal), the count repeats within a few per cent
+ * whatever else the machine does, so two servers' counts compare without interleaving runs (bench/README.md).
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 import { BENCH_DATA, BUILD_DIR, PRODUCTION_NODE_FLAGS, ROOT } from './paths';
@@ -38,7 +47,8 @@ const option = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.s
 const floor = flag('floor');
 const frameworkFloor = flag('framework-floor');
 const serverName = floor ? 'floor' : frameworkFloor ? 'framework floor' : 'fleethub';
-const cpuProf = !flag('no-cpu-prof');
+const callgrind = flag('callgrind');
+const cpuProf = !flag('no-cpu-prof') && !callgrind;
 const runs = Number(option('runs') ?? 1);
 const requests = option('requests') === undefined ? undefined : Number(option('requests'));
 const duration = Number(option('duration') ?? 5);
@@ -48,6 +58,7 @@ const warmPath = option('warm-path');
 const warmSeconds = Number(option('warm-seconds') ?? 5);
 const RATE_LIMIT_API_PER_MIN = '10000000';
 
+const runCommand = promisify(execFile);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 
 async function main(): Promise<void> {
@@ -66,15 +77,26 @@ async function main(): Promise<void> {
     BUILD_DIR,
     floor ? 'bench/floor-server.js' : frameworkFloor ? 'bench/framework-floor.js' : 'src/main.js',
   );
+  const nodeArgs = [
+    // fleethub and the framework floor run with `npm run start:prod`'s flags, as `npm run bench` runs them.
+    ...(floor ? [] : PRODUCTION_NODE_FLAGS),
+    ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []),
+    script,
+  ];
   const child = spawn(
-    process.execPath,
-    [
-      // fleethub and the framework floor run with `npm run start:prod`'s flags, as `npm run bench` runs them.
-      ...(floor ? [] : PRODUCTION_NODE_FLAGS),
-      ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []),
-      script,
-    ],
+    callgrind ? 'valgrind' : process.execPath,
+    callgrind
+      ? [
+          '--tool=callgrind',
+          '--instr-atstart=no',
+          // V8 writes and rewrites machine code in its heap: valgrind must see every change to it.
+          '--smc-check=all-non-file',
+          `--callgrind-out-file=${join(dir, 'callgrind.out.%p')}`,
+          process.execPath,
+          ...nodeArgs,
+        ]
+      : nodeArgs,
     {
       cwd: ROOT,
       env: {
@@ -107,6 +129,13 @@ async function main(): Promise<void> {
       headers: { authorization: `Bearer ${token}` },
     });
   if (warmPath !== undefined) await load(warmSeconds, undefined, warmPath);
+  if (callgrind) {
+    await load(0, Number(option('warm-requests') ?? 20_000));
+    await countInstructions(child.pid!, dir, (amount) => load(0, amount));
+    await stop(child);
+    await database.stop();
+    return;
+  }
   await load(1);
   const loadStarted = monotonicMicros();
   const measured: { rps: number; userMs: number; systemMs: number; requests: number }[] = [];
@@ -136,13 +165,88 @@ async function main(): Promise<void> {
       `CPU per request ${median(measured.map((m) => m.userMs + m.systemMs)).toFixed(3)} ms ` +
       `(user ${user.toFixed(3)}, system ${system.toFixed(3)}); load average ${loadAverage()}\n`,
   );
-  await new Promise((resolve) => {
-    child.once('exit', resolve);
-    child.kill('SIGINT');
-  });
+  await stop(child);
   await database.stop();
   const requestsMeasured = measured.reduce((sum, m) => sum + m.requests, 0);
   if (cpuProf) printProfile(dir, before, loadStarted, loadEnded, requestsMeasured);
+}
+
+function stop(child: ChildProcess): Promise<unknown> {
+  return new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGINT');
+  });
+}
+
+/** Runs `callgrind_control` on the server; resolves once it has done what it was asked. */
+async function callgrindControl(pid: number, ...args: string[]): Promise<void> {
+  await runCommand('callgrind_control', [...args, String(pid)]);
+}
+
+/**
+ * The instructions counted in a callgrind dump (its `summary:` or `totals:` line: the first event is Ir), and those
+ * of V8's optimizing compilers (TurboFan, Maglev) among them, per function from `callgrind_annotate`.
+ */
+async function instructionsIn(file: string): Promise<{ all: number; compiler: number }> {
+  const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(file, 'utf8'));
+  if (!m) throw new Error(`no instruction total in ${file}`);
+  const { stdout: annotated } = await runCommand(
+    'callgrind_annotate',
+    ['--inclusive=no', '--threshold=100', file],
+    {
+      maxBuffer: 256 * 1024 * 1024,
+    },
+  );
+  let compiler = 0;
+  for (const line of annotated.split('\n')) {
+    const row = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
+    if (row && /v8::internal::(compiler|maglev)::/.test(row[2]))
+      compiler += Number(row[1].replaceAll(',', ''));
+  }
+  return { all: Number(m[1]), compiler };
+}
+
+async function countInstructions(
+  pid: number,
+  dir: string,
+  load: (amount: number) => Promise<autocannon.Result>,
+): Promise<void> {
+  const amount = requests ?? 5_000;
+  const idleSeconds = Number(option('idle-seconds') ?? 10);
+  const dumps = () => new Set(readdirSync(dir).filter((f) => f.startsWith(`callgrind.out.${pid}`)));
+  const newDump = (before: Set<string>) => {
+    const file = [...dumps()].find((f) => !before.has(f));
+    if (!file) throw new Error(`callgrind wrote no dump in ${dir}`);
+    return join(dir, file);
+  };
+  await callgrindControl(pid, '--instr=on');
+  await callgrindControl(pid, '--zero');
+  const idleStarted = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+  let before = dumps();
+  await callgrindControl(pid, '--dump=idle');
+  const idleMs = performance.now() - idleStarted;
+  const idle = (await instructionsIn(newDump(before))).all;
+  const loadStarted = performance.now();
+  const result = await load(amount);
+  before = dumps();
+  await callgrindControl(pid, '--dump=load');
+  const loadMs = performance.now() - loadStarted;
+  const loaded = await instructionsIn(newDump(before));
+  const answered = result.requests.total;
+  const background = (idle / idleMs) * loadMs;
+  const perRequest = (loaded.all - background) / answered;
+  const count = (n: number) => Math.round(n).toLocaleString('en');
+  // Natively, a server this warm optimizes a function or two a second (`--trace-opt`); under valgrind, 50 times
+  // slower, its compilers keep running through the window: their share is shown apart, and left out of the
+  // figure that compares servers.
+  process.stdout.write(
+    `${serverName} ${path} under callgrind: ${answered} requests (non2xx ${result.non2xx}) in ` +
+      `${(loadMs / 1000).toFixed(1)} s; ${count(loaded.all / 1e6)} M instructions, of which the idle rate ` +
+      `(${count(idle / idleMs / 1e3)} M/s over ${(idleMs / 1000).toFixed(1)} s) ${count(background / 1e6)} M; ` +
+      `${count(perRequest)} instructions per request, of which V8's optimizing compilers ` +
+      `${count(loaded.compiler / answered)}; without them: ${count(perRequest - loaded.compiler / answered)}\n`,
+  );
 }
 
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
