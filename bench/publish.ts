@@ -19,3 +19,25 @@ export async function publish(root: string, report: Report): Promise<void> {
   const markdown = withPublishedChecks(renderMarkdown(report), current);
   await writeFile(mdPath, await format(markdown, { ...config, filepath: mdPath }));
 }
+
+/**
+ * Replaces (or appends) one script's own section of docs/benchmarks.md, `<!-- check:NAME -->` … `<!-- /check:NAME -->`,
+ * which `npm run bench` keeps when it rewrites the rest (withPublishedChecks); formatted as `npm run format:check`
+ * expects.
+ */
+export async function publishSection(root: string, name: string, markdown: string): Promise<string> {
+  const path = join(root, 'docs/benchmarks.md');
+  const current = existsSync(path) ? await readFile(path, 'utf8') : '# Benchmarks\n';
+  const start = `<!-- check:${name} -->`;
+  const end = `<!-- /check:${name} -->`;
+  const block = `${start}\n\n${markdown}\n\n${end}`;
+  const i = current.indexOf(start);
+  const j = current.indexOf(end);
+  const next =
+    i >= 0 && j > i
+      ? current.slice(0, i) + block + current.slice(j + end.length)
+      : `${current.trimEnd()}\n\n${block}\n`;
+  const options = (await resolveConfig(path)) ?? {};
+  await writeFile(path, await format(next, { ...options, filepath: path }));
+  return path;
+}

@@ -26,20 +26,22 @@
  *
  * Options: `--events-per-sec=N` (10000), `--seconds=S` (15), `--endpoints=N` (10), `--concurrency=N` per endpoint
  * (32: bench/webhooks.ts's FLEETHUB_WEBHOOK_CONCURRENCY_PER_ENDPOINT; the server's own default is 4),
- * `--drain-seconds=S` (30), `--max`, `--out=FILE` (the JSON).
+ * `--drain-seconds=S` (30), `--max`, `--out=FILE` (the JSON), `--publish` (its section of docs/benchmarks.md,
+ * `check:webhook-delivery-floor`, beside bench/webhooks.ts's: the closed loop's run; kept when `npm run bench`
+ * rewrites the rest).
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
-import { join } from 'node:path';
 import { VERSION_OF } from '../src/webhooks/webhook-event-types';
 import { newSecret, signature } from '../src/webhooks/webhook-signature';
 import { describeLoad, type LoadWindow, watchLoad } from './machine-load';
-import { sleep } from './paths';
+import { ROOT, sleep } from './paths';
 import { procStat, stopProcess } from './processes';
-import type { EndpointStats, ReceiverCommand, ReceiverMessage } from './webhook-receivers';
+import { publishSection } from './publish';
+import type { EndpointStats } from './webhook-receivers';
+import { Receivers } from './webhook-receivers-client';
 
 const args = new Map(
   process.argv
@@ -64,44 +66,6 @@ const DEVICES = 50_000;
 const t0 = Date.now();
 const log = (line: string) =>
   process.stderr.write(`[webhook-floor +${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}\n`);
-
-// ---------------------------------------------------------------- receivers (child process)
-
-type Counts = Extract<ReceiverMessage, { type: 'counts' }>;
-type Stats = Extract<ReceiverMessage, { type: 'stats' }>;
-
-/** bench/webhooks.ts's client of the receivers' IPC: ready → secrets → count / collect → stop. */
-class Receivers {
-  private readonly waiting: ((m: ReceiverMessage) => void)[] = [];
-  private constructor(readonly child: ChildProcess) {
-    child.on('message', (m: ReceiverMessage) => this.waiting.shift()?.(m));
-  }
-  static async start(healthy: number): Promise<{ receivers: Receivers; ports: number[] }> {
-    const child = fork(join(__dirname, 'webhook-receivers.js'), [`--healthy=${healthy}`], {
-      stdio: 'inherit',
-    });
-    const receivers = new Receivers(child);
-    const ready = await receivers.next();
-    if (ready.type !== 'ready') throw new Error(`receivers: ${ready.type}`);
-    return { receivers, ports: ready.ports };
-  }
-  private next(): Promise<ReceiverMessage> {
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-  send(command: ReceiverCommand): void {
-    this.child.send(command);
-  }
-  async counts(): Promise<Counts> {
-    const reply = this.next();
-    this.send({ type: 'count' });
-    return (await reply) as Counts;
-  }
-  async collect(since: number): Promise<Stats> {
-    const reply = this.next();
-    this.send({ type: 'collect', since });
-    return (await reply) as Stats;
-  }
-}
 
 // ---------------------------------------------------------------- events
 
@@ -302,6 +266,41 @@ export interface FloorResults {
   load_average: number[];
 }
 
+/** The issue's goal: 10,000 events a second, each to 10 endpoints. */
+const GOAL_DELIVERIES_PER_S = 10_000 * 10;
+
+function renderSection(r: FloorResults): string {
+  const n = (v: number | null) => (v === null ? '—' : v.toLocaleString('en'));
+  const s = r.settings;
+  const reached = Math.max(r.delivered_per_s, r.deliveries_per_s_at_all_cores);
+  return [
+    '### Webhook delivery floor (issue 32): what this machine can send at all',
+    '',
+    `\`bash bench/run.sh webhook-delivery-floor --max --seconds=${s.seconds} --endpoints=${s.endpoints} ` +
+      `--concurrency=${s.concurrency_per_endpoint}\` (${r.date.slice(0, 10)}, ${os.cpus().length} cores, load ` +
+      `average at the end ${r.load_average.join(' / ')}). No database and no fleethub: for each event and each ` +
+      "endpoint, the Standard Webhooks signature (fleethub's `signature()`), one POST of the `update.progress` " +
+      `body fleethub sends (${s.body_bytes} bytes) over a keep-alive connection, the answer read to its end; the ` +
+      "receivers are the webhook benchmark's (every signature verified). As fast as it goes (closed loop). " +
+      'What this floor cannot reach, no implementation on this machine reaches.',
+    '',
+    '| | |',
+    '| --- | --- |',
+    `| deliveries received a second (all endpoints) | ${n(r.delivered_per_s)} |`,
+    `| worst endpoint p50 / p99 / max (ms) | ${n(r.worst_p50_ms)} / ${n(r.worst_p99_ms)} / ${n(r.worst_max_ms)} |`,
+    `| CPU: sender; receivers (% of one core) | ${r.sender_cpu_percent_of_one_core}; ${r.receivers_cpu_percent_of_one_core} |`,
+    `| CPU per delivery: sender + receivers (µs) | ${r.sender_cpu_us_per_delivery} + ${r.receivers_cpu_us_per_delivery} |`,
+    `| deliveries a second all ${os.cpus().length} cores would give at that cost | ${n(r.deliveries_per_s_at_all_cores)} |`,
+    `| failed deliveries; bad signatures | ${n(r.failed)}; ${r.endpoints.reduce((x, e) => x + e.bad_signatures, 0)} |`,
+    `| machine meanwhile | ${describeLoad(r.machine)} |`,
+    '',
+    `Against the issue's goal (10,000 events a second to 10 endpoints: ${n(GOAL_DELIVERIES_PER_S)} deliveries a ` +
+      `second): ${reached >= GOAL_DELIVERIES_PER_S ? '**reachable**' : '**out of reach on this machine**'} ` +
+      `(the floor: ${n(r.delivered_per_s)} a second, ${n(r.deliveries_per_s_at_all_cores)} by its CPU per delivery, ` +
+      `${((100 * reached) / GOAL_DELIVERIES_PER_S).toFixed(0)} % of the goal, before any database work).`,
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   const { receivers, ports } = await Receivers.start(ENDPOINTS);
   try {
@@ -413,6 +412,10 @@ async function main(): Promise<void> {
     process.stdout.write(json);
     const out = args.get('out');
     if (out) await writeFile(out, json);
+    if (args.has('publish')) {
+      if (!MAX) throw new Error('--publish: the published floor is the closed loop (--max)');
+      log(`published: ${await publishSection(ROOT, 'webhook-delivery-floor', renderSection(results))}`);
+    }
   } finally {
     agent.destroy();
     receivers.send({ type: 'stop' });

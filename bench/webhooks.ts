@@ -31,25 +31,26 @@
  * Options: `--events-per-sec=N` (10000), `--seconds=S` (30), `--endpoints=N` (10), `--devices=N` (5 × rate),
  * `--api-rate=R` (100), `--baseline-seconds=S` (10), `--drain-seconds=S` (60), `--out=FILE` (the JSON),
  * `--publish` (the "Webhooks (issue 32)" section of docs/benchmarks.md; kept when `npm run bench` rewrites it),
+ * `--publish-as=NAME` (a section of its own beside it, e.g. a run at a lower rate: `check:webhooks-NAME`),
  * `--producer-only` (the producer alone, nothing delivered: measureProducer).
  * Database: BENCH_DATABASE_URL, else the embedded cluster in .bench-data (database fleethub_bench_webhooks).
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { format, resolveConfig } from 'prettier';
 import { generateUserToken, hashToken } from '../src/auth/token-codec';
 import { describeLoad, type LoadWindow, treeCpuSeconds, watchLoad } from './machine-load';
 import { startPacedLoad } from './paced-load';
 import { BENCH_DATA, BUILD_DIR, ROOT, sleep } from './paths';
 import { procStat, request, type Started, startProcess, stopProcess } from './processes';
+import { publishSection } from './publish';
 import type { Measurement } from './report';
 import { migrate, startDatabase } from './seed';
-import type { EndpointStats, ReceiverCommand, ReceiverMessage } from './webhook-receivers';
+import type { EndpointStats } from './webhook-receivers';
+import { Receivers } from './webhook-receivers-client';
 
 const args = new Map(
   process.argv
@@ -134,42 +135,6 @@ export interface WebhookResults {
   with_never_answering: PhaseResults;
   without_never_answering: PhaseResults;
   goals: { name: string; met: boolean; detail: string }[];
-}
-
-// ---------------------------------------------------------------- receivers (child process)
-
-class Receivers {
-  private readonly waiting: ((m: ReceiverMessage) => void)[] = [];
-  constructor(readonly child: ChildProcess) {
-    child.on('message', (m: ReceiverMessage) => this.waiting.shift()?.(m));
-  }
-  static async start(
-    healthy: number,
-  ): Promise<{ receivers: Receivers; ports: number[]; neverAnswering: number }> {
-    const child = fork(join(__dirname, 'webhook-receivers.js'), [`--healthy=${healthy}`], {
-      stdio: 'inherit',
-    });
-    const receivers = new Receivers(child);
-    const ready = await receivers.next();
-    if (ready.type !== 'ready') throw new Error(`receivers: ${ready.type}`);
-    return { receivers, ports: ready.ports, neverAnswering: ready.never_answering_port };
-  }
-  private next(): Promise<ReceiverMessage> {
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-  send(command: ReceiverCommand): void {
-    this.child.send(command);
-  }
-  async counts(): Promise<Extract<ReceiverMessage, { type: 'counts' }>> {
-    const reply = this.next();
-    this.send({ type: 'count' });
-    return (await reply) as Extract<ReceiverMessage, { type: 'counts' }>;
-  }
-  async collect(since: number): Promise<Extract<ReceiverMessage, { type: 'stats' }>> {
-    const reply = this.next();
-    this.send({ type: 'collect', since });
-    return (await reply) as Extract<ReceiverMessage, { type: 'stats' }>;
-  }
 }
 
 // ---------------------------------------------------------------- the producer
@@ -485,12 +450,16 @@ function judge(before: Measurement | null, a: PhaseResults, b: PhaseResults): We
 
 const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'));
 
-export function renderSection(r: WebhookResults): string {
+export function renderSection(r: WebhookResults, name?: string): string {
   const a = r.with_never_answering;
   const b = r.without_never_answering;
   const s = r.settings;
   const lines: string[] = [];
-  lines.push(`### Webhooks (issue 32)`);
+  lines.push(
+    name === undefined
+      ? `### Webhooks (issue 32)`
+      : `### Webhooks (issue 32): ${n(s.events_per_s)} events a second (${name})`,
+  );
   lines.push('');
   lines.push(
     `\`bash bench/run.sh webhooks --events-per-sec=${s.events_per_s} --seconds=${s.seconds} --endpoints=${s.endpoints}\` ` +
@@ -561,21 +530,19 @@ export function renderSection(r: WebhookResults): string {
   return lines.join('\n');
 }
 
-/** Replaces (or appends) the `check:webhooks` block of docs/benchmarks.md, which bench/report.ts keeps on rewrites. */
-async function publish(r: WebhookResults): Promise<void> {
-  const path = join(ROOT, 'docs/benchmarks.md');
-  const current = existsSync(path) ? await readFile(path, 'utf8') : '# Benchmarks\n';
-  const start = '<!-- check:webhooks -->';
-  const end = '<!-- /check:webhooks -->';
-  const block = `${start}\n\n${renderSection(r)}\n\n${end}`;
-  const i = current.indexOf(start);
-  const j = current.indexOf(end);
-  const next =
-    i >= 0 && j > i
-      ? current.slice(0, i) + block + current.slice(j + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
-  const options = (await resolveConfig(path)) ?? {};
-  await writeFile(path, await format(next, { ...options, filepath: path }));
+function publishName(value: string | undefined): string {
+  if (value === undefined || !/^[a-z0-9-]+$/.test(value))
+    throw new Error('--publish-as=NAME: lower-case letters, digits, -');
+  return value;
+}
+
+/** The `check:webhooks` section of docs/benchmarks.md (or `check:webhooks-NAME`, a run of its own beside it). */
+async function publish(r: WebhookResults, name?: string): Promise<void> {
+  const path = await publishSection(
+    ROOT,
+    name === undefined ? 'webhooks' : `webhooks-${name}`,
+    renderSection(r, name),
+  );
   log(`published: ${path}`);
 }
 
@@ -746,6 +713,7 @@ async function main(): Promise<void> {
     const out = args.get('out');
     if (out) await writeFile(out, json);
     if (args.has('publish')) await publish(report);
+    if (args.has('publish-as')) await publish(report, publishName(args.get('publish-as')));
   } finally {
     if (server) await stopProcess(server.child);
     if (receivers) {
