@@ -22,6 +22,9 @@
  * directly; the gateway, sockets and orchestrator that would issue them in production are not in the measurement.
  * The events produced are counted in `webhook_events`, not assumed.
  *
+ * Warm-up (`--warmup-seconds`, 5; 0 for none): the production at the target rate with the never-answering endpoint
+ * disabled, its deliveries drained (at most `--drain-seconds`, the rest given up), nothing measured, so that the
+ * first phase does not carry the server's warm-up (its compiled code, pools and connections) and the second not.
  * Phases: the API alone (`GET /api/users/me` at `--api-rate`, evenly spaced, bench/paced-load.ts) for
  * `--baseline-seconds`; then `--seconds` of production with the never-answering endpoint enabled, the API load
  * meanwhile, and the deliveries drained (at most `--drain-seconds`); then the same with it disabled. Per endpoint:
@@ -69,6 +72,7 @@ const DEVICES = num('devices', Math.max(100, RATE * 5));
 const API_RATE = num('api-rate', 100);
 const BASELINE_SECONDS = num('baseline-seconds', 10);
 const DRAIN_SECONDS = num('drain-seconds', 60);
+const WARMUP_SECONDS = num('warmup-seconds', 5);
 const TICK_MS = 100;
 /**
  * The server's webhook settings for throughput, unless the harness's environment gives its own: no rate limit per
@@ -126,6 +130,8 @@ export interface WebhookResults {
     endpoints: number;
     devices: number;
     api_rate: number;
+    /** Production before the measured phases, not measured (older results: none). */
+    warmup_seconds?: number;
     /** FLEETHUB_WEBHOOK_* given to the server: the harness's defaults (SERVER_WEBHOOK_ENV) and its environment's. */
     server_webhook_env: Record<string, string>;
     producer: string;
@@ -240,6 +246,30 @@ async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> 
     if (rows[0].n === 0) return total;
     await sleep(50);
   }
+}
+
+/** Production at the target rate with the never-answering endpoint disabled, drained; nothing measured. */
+async function warmUp(c: Context, setNeverAnswering: (enabled: boolean) => Promise<void>): Promise<void> {
+  if (WARMUP_SECONDS <= 0) return;
+  log(`warm-up: ${WARMUP_SECONDS} s at ${RATE} events/s, not measured`);
+  await setNeverAnswering(false);
+  const producer = startProducer(c.producerDb, c.ring, c.firmwareId, RATE);
+  await sleep(WARMUP_SECONDS * 1000);
+  await producer.stop();
+  const stopAt = Date.now();
+  while (Date.now() - stopAt < DRAIN_SECONDS * 1000) {
+    const { rows } = await c.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
+      [c.healthyWebhookIds],
+    );
+    if (rows[0].n === 0) break;
+    await sleep(250);
+  }
+  const left = await giveUpBacklog(c.db, c.healthyWebhookIds);
+  log(
+    `warm-up: drained in ${((Date.now() - stopAt) / 1000).toFixed(1)} s${left > 0 ? `, ${left} given up` : ''}`,
+  );
+  await setNeverAnswering(true);
 }
 
 async function maxEventId(db: Client): Promise<number> {
@@ -468,6 +498,10 @@ export function renderSection(r: WebhookResults, name?: string): string {
       `algorithm) and one that accepts connections and never answers, each a webhook wanting \`update.*\`: every ` +
       `event goes to every endpoint. Producer: ${s.producer} End to end: receive time − the event's \`timestamp\`. ` +
       `The API: \`GET /api/users/me\` at ${s.api_rate} requests a second, evenly spaced (\`bench/paced-load.ts\`). ` +
+      (s.warmup_seconds
+        ? `Before the phases, ${s.warmup_seconds} s of the same production with the never-answering endpoint ` +
+          'disabled, drained and not measured (the server warm for both phases). '
+        : '') +
       `Server settings: ${
         Object.keys(s.server_webhook_env).length === 0
           ? 'the defaults'
@@ -662,6 +696,16 @@ async function main(): Promise<void> {
       token,
     };
 
+    const setNeverAnswering = async (enabled: boolean) => {
+      const reply = await request(`${hooks}/${neverAnswering.id}`, {
+        method: 'PATCH',
+        headers: auth,
+        body: JSON.stringify({ enabled }),
+      });
+      if (reply.status !== 200) throw new Error(`never-answering endpoint: ${reply.status} ${reply.text}`);
+    };
+    await warmUp(context, setNeverAnswering);
+
     log(`API alone: ${BASELINE_SECONDS} s at ${API_RATE} requests/s`);
     const baseline = startPacedLoad(
       `${server.url}/api/users/me`,
@@ -674,12 +718,7 @@ async function main(): Promise<void> {
     log(`API alone: ${JSON.stringify(apiBefore?.latency_ms)}`);
 
     const withIt = await runPhase(context, true);
-    const disabled = await request(`${hooks}/${neverAnswering.id}`, {
-      method: 'PATCH',
-      headers: auth,
-      body: JSON.stringify({ enabled: false }),
-    });
-    if (disabled.status !== 200) throw new Error(`disable: ${disabled.status} ${disabled.text}`);
+    await setNeverAnswering(false);
     const without = await runPhase(context, false);
 
     const report: WebhookResults = {
@@ -691,6 +730,7 @@ async function main(): Promise<void> {
         endpoints: ENDPOINTS,
         devices: DEVICES,
         api_rate: API_RATE,
+        warmup_seconds: WARMUP_SECONDS,
         server_webhook_env: SERVER_WEBHOOK_ENV,
         producer:
           `a rollout's own statements (the orchestrator's claim, the gateway's MARK_DELIVERED and coalesced ` +
