@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
+import { withSection } from '../scripts/markdown-section';
 import { renderMarkdown, type Report, withPublishedChecks } from './report';
 
 // Apart from report.ts: Prettier cannot be loaded inside Jest (its CommonJS entry imports dynamically), and the
@@ -28,15 +29,8 @@ export async function publish(root: string, report: Report): Promise<void> {
 export async function publishSection(root: string, name: string, markdown: string): Promise<string> {
   const path = join(root, 'docs/benchmarks.md');
   const current = existsSync(path) ? await readFile(path, 'utf8') : '# Benchmarks\n';
-  const start = `<!-- check:${name} -->`;
-  const end = `<!-- /check:${name} -->`;
-  const block = `${start}\n\n${markdown}\n\n${end}`;
-  const i = current.indexOf(start);
-  const j = current.indexOf(end);
-  const next =
-    i >= 0 && j > i
-      ? current.slice(0, i) + block + current.slice(j + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
+  const check = `check:${name}`;
+  const next = withSection(current, check, `<!-- ${check} -->\n\n${markdown}\n\n<!-- /${check} -->`);
   const options = (await resolveConfig(path)) ?? {};
   await writeFile(path, await format(next, { ...options, filepath: path }));
   return path;

@@ -22,17 +22,10 @@ import { Simulator } from '../src/cli/simulator';
 import { BENCH_DATA, BUILD_DIR, sleep } from './paths';
 import { procStat, request, type Started, startProcess, stopProcess } from './processes';
 import { migrate, startDatabase } from './seed';
+import { longOptions, numberOption } from './options';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [key, value] = a.slice(2).split('=');
-      return [key, value ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const args = longOptions();
+const num = (name: string, fallback: number) => numberOption(args, name, fallback);
 const DEVICES = num('devices', 10_000);
 const SECONDS = num('seconds', 60);
 const RATE = num('rate', 1);

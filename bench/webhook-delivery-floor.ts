@@ -42,17 +42,10 @@ import { procStat, stopProcess } from './processes';
 import { publishSection } from './publish';
 import type { EndpointStats } from './webhook-receivers';
 import { Receivers } from './webhook-receivers-client';
+import { longOptions, numberOption } from './options';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [key, value] = a.slice(2).split('=');
-      return [key, value ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const args = longOptions();
+const num = (name: string, fallback: number) => numberOption(args, name, fallback);
 const MAX = args.has('max');
 const RATE = num('events-per-sec', 10_000);
 const SECONDS = num('seconds', 15);

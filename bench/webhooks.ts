@@ -54,17 +54,10 @@ import type { Measurement } from './report';
 import { migrate, startDatabase } from './seed';
 import type { EndpointStats } from './webhook-receivers';
 import { Receivers } from './webhook-receivers-client';
+import { longOptions, numberOption } from './options';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [key, value] = a.slice(2).split('=');
-      return [key, value ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const args = longOptions();
+const num = (name: string, fallback: number) => numberOption(args, name, fallback);
 const RATE = num('events-per-sec', 10_000);
 const SECONDS = num('seconds', 30);
 const ENDPOINTS = num('endpoints', 10);

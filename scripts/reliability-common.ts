@@ -10,6 +10,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { embeddedPgCtl } from '../src/database/embedded-postgres';
+import { withSection } from './markdown-section';
 
 /** The checkout: the nearest folder above this file with a package.json (works from dist/ and from src). */
 function findRoot(): string {
@@ -172,15 +173,7 @@ export async function deviceIdentifiers(api: Api): Promise<Set<string>> {
 export async function writeSection(file: string, name: string, markdown: string): Promise<void> {
   const path = join(ROOT, file);
   const current = existsSync(path) ? await readFile(path, 'utf8') : '# Operations\n';
-  const start = `<!-- ${name} -->`;
-  const end = `<!-- /${name} -->`;
-  const block = `${start}\n${markdown.trim()}\n${end}`;
-  const i = current.indexOf(start);
-  const j = current.indexOf(end);
-  const next =
-    i >= 0 && j > i
-      ? current.slice(0, i) + block + current.slice(j + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
+  const next = withSection(current, name, `<!-- ${name} -->\n${markdown.trim()}\n<!-- /${name} -->`);
   // Formatted like the rest of docs/ (prettier --check runs in CI).
   const prettier = await import('prettier');
   const options = (await prettier.resolveConfig(path)) ?? {};
