@@ -476,14 +476,23 @@ describe('webhooks', () => {
       const r = await receiver();
       const product = await t.fixtures.product(admin, org, unique('rot-'));
       const { id, secret: old } = await hook(r.url(), { event_types: ['device.created'], product });
-      const rotated = await t.http().post(`${base()}/${id}/secret`).set(admin.auth).expect(200);
-      const fresh = rotated.body.data.secret as string;
+      // One delivery signed before the rotation: the dispatcher keeps a secret it has decrypted, and the rotation
+      // must still reach the next delivery.
       await t.fixtures.device(admin, org, product, unique('rot-'));
       await eventually(
         () => r.received.length,
         (count) => count >= 1,
       );
-      const [request] = r.received;
+      expect(String(r.received[0].headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(verify(old, r.received[0])).toEqual(r.received[0].json);
+      const rotated = await t.http().post(`${base()}/${id}/secret`).set(admin.auth).expect(200);
+      const fresh = rotated.body.data.secret as string;
+      await t.fixtures.device(admin, org, product, unique('rot-'));
+      await eventually(
+        () => r.received.length,
+        (count) => count >= 2,
+      );
+      const request = r.received[1];
       expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
       expect(verify(fresh, request)).toEqual(request.json);
       expect(verify(old, request)).toEqual(request.json);

@@ -216,9 +216,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       if (claimed.length === 0) return;
       await this.resolveOrgNames(claimed);
       const surplus: string[] = [];
-      let started = 0;
+      let startedSinceIo = 0;
       for (const [i, delivery] of claimed.entries()) {
-        if (started > 0 && started % STARTS_BETWEEN_IO === 0) {
+        if (startedSinceIo === STARTS_BETWEEN_IO) {
+          startedSinceIo = 0;
           await afterPendingIo();
           if (this.stopped) {
             // Shutting down: what is not started yet goes back now rather than when its lease lapses.
@@ -235,7 +236,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         }
         this.inFlight.set(webhookId, busy + 1);
         this.total += 1;
-        started += 1;
+        startedSinceIo += 1;
         const run = this.deliver(delivery, token).finally(() => {
           this.running.delete(run);
           const left = (this.inFlight.get(webhookId) ?? 1) - 1;
