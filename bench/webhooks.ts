@@ -207,6 +207,15 @@ function startProducer(db: Client, ring: Ring, firmwareId: string, rate: number)
 
 // ---------------------------------------------------------------- measurement
 
+/** Deliveries of these webhooks still pending. */
+async function pendingDeliveries(db: Client, webhookIds: string[]): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
+    [webhookIds],
+  );
+  return rows[0].n;
+}
+
 /**
  * Gives up the webhooks' pending deliveries (as their retry window would) while the server still sends them: in
  * batches of 5,000 rows taken with `FOR UPDATE SKIP LOCKED`, so that this never waits for a row the dispatcher holds
@@ -232,11 +241,7 @@ async function giveUpBacklog(db: Client, webhookIds: string[]): Promise<number> 
     );
     total += batch.rowCount ?? 0;
     if ((batch.rowCount ?? 0) > 0) continue;
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
-      [webhookIds],
-    );
-    if (rows[0].n === 0) return total;
+    if ((await pendingDeliveries(db, webhookIds)) === 0) return total;
     await sleep(50);
   }
 }
@@ -251,11 +256,7 @@ async function warmUp(c: Context, setNeverAnswering: (enabled: boolean) => Promi
   await producer.stop();
   const stopAt = Date.now();
   while (Date.now() - stopAt < DRAIN_SECONDS * 1000) {
-    const { rows } = await c.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ANY($1::bigint[])`,
-      [c.healthyWebhookIds],
-    );
-    if (rows[0].n === 0) break;
+    if ((await pendingDeliveries(c.db, c.healthyWebhookIds)) === 0) break;
     await sleep(250);
   }
   const left = await giveUpBacklog(c.db, c.healthyWebhookIds);
